@@ -1,0 +1,36 @@
+package engine
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Amount converts a quantity to the engine's canonical int64 units, so quota arithmetic is exact
+// and cheap: milli-units for cpu, plain units (bytes, counts) for everything else.
+func Amount(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// FormatAmount renders a canonical amount the way a person writes it in a manifest ("2", "500m",
+// "512Mi", "4"), so pending reasons read naturally.
+func FormatAmount(name corev1.ResourceName, v int64) string {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
+	}
+	if isByteResource(name) {
+		return resource.NewQuantity(v, resource.BinarySI).String()
+	}
+	return resource.NewQuantity(v, resource.DecimalSI).String()
+}
+
+// isByteResource tells which resources are counted in bytes and so read best in binary units.
+func isByteResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourceStorage:
+		return true
+	}
+	return len(name) > len(corev1.ResourceHugePagesPrefix) && name[:len(corev1.ResourceHugePagesPrefix)] == corev1.ResourceHugePagesPrefix
+}
