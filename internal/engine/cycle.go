@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+)
+
+// Queues is what a cycle needs from the pending queues; queue.Manager implements it. The cycle
+// pops heads, and every workload it pops it either admits (gone from the queue), requeues, or
+// parks until a requeue trigger.
+type Queues interface {
+	// ClusterQueues lists the queues with workloads ready to pop, sorted.
+	ClusterQueues() []string
+	// Pop removes and returns the queue's head, or nil.
+	Pop(clusterQueue string) *Workload
+	// Requeue puts a popped workload back in its queue.
+	Requeue(w *Workload)
+	// Park keeps a popped workload aside until its queue is woken.
+	Park(w *Workload)
+}
+
+// FairSharingStrategy is a rule deciding whether a fair-sharing preemption is justified.
+type FairSharingStrategy string
+
+const (
+	// LessThanOrEqualToFinalShare: preempt if the preemptor's queue share with the workload stays
+	// at or below the target queue's share without the victim.
+	LessThanOrEqualToFinalShare FairSharingStrategy = "LessThanOrEqualToFinalShare"
+	// LessThanInitialShare: preempt if the preemptor's queue share with the workload is below the
+	// target queue's share before the preemption.
+	LessThanInitialShare FairSharingStrategy = "LessThanInitialShare"
+)
+
+// FairSharingOptions turn fair sharing on: heads are ordered by dominant resource share and
+// cohort preemption is judged by share, trying Strategies in order (Kueue's default when empty:
+// LessThanOrEqualToFinalShare, then LessThanInitialShare).
+type FairSharingOptions struct {
+	Strategies []FairSharingStrategy
+}
+
+// Options tune a cycle.
+type Options struct {
+	FairSharing *FairSharingOptions
+}
+
+// Run performs one admission cycle over the snapshot and the pending queues and returns its
+// decisions in the order they were taken. The snapshot is not modified; the queues are (see
+// Queues). The manager applies the decisions, then records admissions and evictions in the
+// snapshot as they land.
+func Run(s *Snapshot, q Queues, opts Options) []Decision {
+	c := &cycle{
+		s:        s,
+		q:        q,
+		opts:     opts,
+		acc:      accounting{s: s, usage: append([]int64(nil), s.usage...)},
+		evicting: map[string]bool{},
+		version:  make([]int, len(s.nodes)),
+		blocked:  map[string]bool{},
+	}
+	c.evictingIn = s.evictingByTree()
+	// 1. Get heads: the first workload of every queue that can be nominated.
+	for _, name := range q.ClusterQueues() {
+		c.pullHead(name)
+	}
+	// 2-4. Take the best head across queues, admit or preempt with exact re-accounting, and
+	// replace it with the next workload of its queue.
+	for c.heads.Len() > 0 {
+		e := heap.Pop(&c.heads).(*entry)
+		if e.version != c.version[e.cq.node.path[0].id] {
+			// Usage in its cohort tree changed since it was nominated: nominate again, and
+			// if it got worse than another head, let that one go first.
+			c.nominate(e)
+			if e.asg.mode == noFit {
+				c.reject(e.w, e.cq, e.asg.reason, e.asg.message)
+				c.pullHead(e.cq.spec.Name)
+				continue
+			}
+			if c.heads.Len() > 0 && c.heads.less(c.heads.items[0], e) {
+				heap.Push(&c.heads, e)
+				continue
+			}
+		}
+		c.process(e)
+	}
+	// 5. Requeue what stays at the head of its queue (preemptors, blocked StrictFIFO heads);
+	// parked workloads were set aside on the way, admitted ones are gone from the queues.
+	for _, w := range c.requeue {
+		q.Requeue(w)
+	}
+	return c.decisions
+}
+
+type cycle struct {
+	s        *Snapshot
+	q        Queues
+	opts     Options
+	acc      accounting
+	evicting map[string]bool
+	// evictingIn lists, per tree root node id, the workloads being evicted (sorted by key).
+	evictingIn map[int][]*admittedWorkload
+	version    []int // per tree root node id
+	blocked    map[string]bool
+	heads      entryHeap
+	decisions  []Decision
+	// requeue holds popped workloads that go back to their queue once the cycle is over, so
+	// that the cycle does not pop them again.
+	requeue []*Workload
+}
+
+// entry is a queue head nominated for admission.
+type entry struct {
+	w       *Workload
+	cq      *clusterQueue
+	asg     assignment
+	version int
+	shares  []float64
+	fair    bool
+}
+
+// pullHead nominates the next workload of a queue, deciding at once on those that cannot be
+// admitted at all (more usage in this cycle can only make that worse).
+func (c *cycle) pullHead(name string) {
+	for !c.blocked[name] {
+		w := c.q.Pop(name)
+		if w == nil {
+			return
+		}
+		cq, ok := c.s.cqs[name]
+		if !ok {
+			c.decide(Decision{Kind: Pending, Workload: w.Key, ClusterQueue: name, Reason: ClusterQueueNotFound,
+				Message: fmt.Sprintf("clusterqueue %s not found", name), Parked: true})
+			c.q.Park(w)
+			continue
+		}
+		if cq.inactive != "" {
+			c.decide(Decision{Kind: Pending, Workload: w.Key, ClusterQueue: name, Reason: ClusterQueueInactive,
+				Message: fmt.Sprintf("clusterqueue %s is inactive: %s", name, cq.message), Parked: true})
+			c.q.Park(w)
+			continue
+		}
+		e := &entry{w: w, cq: cq, fair: c.opts.FairSharing != nil}
+		c.nominate(e)
+		if e.asg.mode == noFit {
+			c.reject(e.w, cq, e.asg.reason, e.asg.message)
+			continue
+		}
+		heap.Push(&c.heads, e)
+		return
+	}
+}
+
+func (c *cycle) nominate(e *entry) {
+	e.asg = c.assign(e.w, e.cq)
+	e.version = c.version[e.cq.node.path[0].id]
+	if e.fair {
+		e.shares = e.shares[:0]
+		n := e.cq.node
+		c.acc.addAll(n, e.asg.amounts, 1)
+		for _, p := range n.path[1:] {
+			e.shares = append(e.shares, c.acc.share(p))
+		}
+		c.acc.addAll(n, e.asg.amounts, -1)
+	}
+}
+
+// reject records a workload that cannot be admitted now. BestEffortFIFO parks it until a
+// requeue trigger; StrictFIFO keeps it at the head and blocks the queue for this cycle.
+func (c *cycle) reject(w *Workload, cq *clusterQueue, reason PendingReason, msg string) {
+	strict := cq.spec.QueueingStrategy == StrictFIFO
+	c.decide(Decision{Kind: Pending, Workload: w.Key, ClusterQueue: cq.spec.Name, Reason: reason, Message: msg, Parked: !strict})
+	if strict {
+		c.requeue = append(c.requeue, w)
+		c.blocked[cq.spec.Name] = true
+		return
+	}
+	c.q.Park(w)
+}
+
+func (c *cycle) process(e *entry) {
+	name := e.cq.spec.Name
+	adm := &Admission{ClusterQueue: name, PodSets: e.asg.podSets}
+	if e.asg.mode == fits {
+		c.charge(e)
+		c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: e.asg.borrows})
+		c.pullHead(name)
+		return
+	}
+	victims, waitFor, ok := c.findVictims(e.w, e.cq, e.asg.amounts, false)
+	switch {
+	case !ok:
+		c.reject(e.w, e.cq, InsufficientQuota, e.asg.message+"; preemption cannot free enough quota")
+		c.pullHead(name)
+		return
+	case len(victims) > 0:
+		root := e.cq.node.path[0].id
+		for _, v := range victims {
+			c.evicting[v.Key] = true
+			c.evictingIn[root] = append(c.evictingIn[root], c.s.admitted[v.Key])
+		}
+		c.decide(Decision{Kind: Preempt, Workload: e.w.Key, ClusterQueue: name, Admission: adm,
+			Borrows: c.acc.borrows(e.cq.node, e.asg.amounts), Victims: victims})
+		c.requeue = append(c.requeue, e.w)
+	case waitFor > 0:
+		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Reason: WaitingForEvictions,
+			Message: fmt.Sprintf("%s; waiting for %d workload(s) already being evicted to release quota", e.asg.message, waitFor),
+			Parked:  e.cq.spec.QueueingStrategy != StrictFIFO})
+		if e.cq.spec.QueueingStrategy == StrictFIFO {
+			c.requeue = append(c.requeue, e.w)
+		} else {
+			c.q.Park(e.w)
+		}
+	default:
+		// Usage changed under the nomination and it fits outright now.
+		borrows := c.acc.borrows(e.cq.node, e.asg.amounts)
+		c.charge(e)
+		c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: borrows})
+		c.pullHead(name)
+		return
+	}
+	// The preemptor reserves its quota for the rest of the cycle (victims still count too), so
+	// nothing admitted meanwhile can take the room it is making.
+	c.charge(e)
+	if e.cq.spec.QueueingStrategy == StrictFIFO {
+		c.blocked[name] = true
+		return
+	}
+	c.pullHead(name)
+}
+
+// charge adds an entry's usage to the cycle's accounting and invalidates its tree's nominations.
+func (c *cycle) charge(e *entry) {
+	c.acc.addAll(e.cq.node, e.asg.amounts, 1)
+	c.version[e.cq.node.path[0].id]++
+}
+
+func (c *cycle) decide(d Decision) { c.decisions = append(c.decisions, d) }
+
+// entryHeap orders heads across queues: without fair sharing, heads that fit without borrowing
+// first; with it, lower dominant resource share along the cohort path first; then higher
+// priority, earlier timestamp, and key for determinism.
+type entryHeap struct{ items []*entry }
+
+func (h *entryHeap) Len() int           { return len(h.items) }
+func (h *entryHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *entryHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *entryHeap) Push(x any)         { h.items = append(h.items, x.(*entry)) }
+func (h *entryHeap) Pop() any {
+	old := h.items
+	e := old[len(old)-1]
+	h.items = old[:len(old)-1]
+	return e
+}
+
+func (h *entryHeap) less(a, b *entry) bool {
+	if a.fair {
+		n := min(len(a.shares), len(b.shares))
+		for i := 0; i < n; i++ {
+			if a.shares[i] != b.shares[i] {
+				return a.shares[i] < b.shares[i]
+			}
+		}
+	} else if a.asg.borrows != b.asg.borrows {
+		return !a.asg.borrows
+	}
+	return workloadBefore(a.w, b.w)
+}
+
+// workloadBefore is queue order: higher priority, then earlier timestamp, then key.
+func workloadBefore(a, b *Workload) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if a.Timestamp != b.Timestamp {
+		return a.Timestamp < b.Timestamp
+	}
+	return a.Key < b.Key
+}
+
+// WorkloadBefore exposes queue order so the pending queues sort exactly as the cycle does.
+func WorkloadBefore(a, b *Workload) bool { return workloadBefore(a, b) }
