@@ -198,7 +198,7 @@ func (c *cycle) process(e *entry) {
 			c.evictingIn[root] = append(c.evictingIn[root], c.s.admitted[v.Key])
 		}
 		c.decide(Decision{Kind: Preempt, Workload: e.w.Key, ClusterQueue: name, Admission: adm,
-			Borrows: c.acc.borrows(e.cq.node, e.asg.amounts), Victims: victims})
+			Borrows: c.borrowsWithout(e, victims), Victims: victims})
 		c.requeue = append(c.requeue, e.w)
 	case waitFor > 0:
 		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Reason: WaitingForEvictions,
@@ -225,6 +225,20 @@ func (c *cycle) process(e *entry) {
 		return
 	}
 	c.pullHead(name)
+}
+
+// borrowsWithout tells whether the preemptor will borrow once its victims are gone.
+func (c *cycle) borrowsWithout(e *entry, victims []Victim) bool {
+	for _, v := range victims {
+		a := c.s.admitted[v.Key]
+		c.acc.addAll(a.cq.node, a.usage, -1)
+	}
+	b := c.acc.borrows(e.cq.node, e.asg.amounts)
+	for _, v := range victims {
+		a := c.s.admitted[v.Key]
+		c.acc.addAll(a.cq.node, a.usage, 1)
+	}
+	return b
 }
 
 // charge adds an entry's usage to the cycle's accounting and invalidates its tree's nominations.

@@ -147,7 +147,9 @@ func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, g *flavo
 		if ch.mode == noFit {
 			if c.preemptionPossible(w, cq, withAmounts(prior, ch.amounts)) {
 				ch.mode = needsPreemption
-			} else if !c.preemptionEnabled(cq) && cq.node.parent != nil && c.withinNominalAfter(cq, ch.amounts) {
+			} else if c.preemptionEnabled(cq) {
+				shortMsg += "; preemption the policies allow cannot free enough quota"
+			} else if cq.node.parent != nil && c.withinNominalAfter(cq, ch.amounts) {
 				shortMsg += "; reclaimWithinCohort is Never, so it waits for borrowers to finish"
 			}
 		}
@@ -241,13 +243,15 @@ func (a *accounting) quotaMessage(cq *clusterQueue, fr int, request int64) strin
 		}
 		localFree := max(0, nominal-used)
 		switch {
-		case bl >= 0 && room <= 0:
-			fmt.Fprintf(&b, ", borrowingLimit %s reached", FormatAmount(r, bl))
+		case bl >= 0 && room <= max(0, a.available(n.parent, fr)):
+			// borrowingLimit binds before the cohort runs out.
+			if more := max(0, avail-localFree); more > 0 {
+				fmt.Fprintf(&b, ", borrowingLimit %s allows %s more", FormatAmount(r, bl), FormatAmount(r, more))
+			} else {
+				fmt.Fprintf(&b, ", borrowingLimit %s reached", FormatAmount(r, bl))
+			}
 		case avail >= localFree:
 			fmt.Fprintf(&b, ", cohort %s lends %s", n.parent.name, FormatAmount(r, avail-localFree))
-			if bl >= 0 && room < request-localFree && room < max(0, a.available(n.parent, fr)) {
-				fmt.Fprintf(&b, ", borrowingLimit %s leaves %s", FormatAmount(r, bl), FormatAmount(r, room))
-			}
 		default:
 			fmt.Fprintf(&b, ", %s of it in use by other queues in cohort %s", FormatAmount(r, localFree-avail), n.parent.name)
 		}

@@ -1,0 +1,32 @@
+// Package engine is fleetq's admission engine: a pure, deterministic function from a snapshot
+// (flavors, ClusterQueues, the cohort tree, admitted usage) and the pending queues to decisions
+// (admit, preempt, stay pending) with reasons a person can act on. It reads no clock, calls no
+// API, starts no goroutine and logs nothing; the manager drives it for quota across all worker
+// clusters and the worker agent drives it for local admission against what its cluster has.
+//
+// One admission cycle (Run), followed for a single workload:
+//
+//  1. Get heads. For every ClusterQueue with pending work, pop its head (queue order: priority,
+//     then timestamp, then key). Heads of inactive or unknown queues are parked with the reason.
+//  2. Nominate flavors. For each pod set and resource group, try the queue's flavors in order,
+//     skipping flavors whose node labels or taints the pods cannot accept; a flavor fits when
+//     every resource fits what the queue can still use (its unused guaranteed quota plus what
+//     the cohort tree lends, within borrowingLimit); flavor fungibility decides whether a flavor
+//     that borrows or needs preemption ends the search. A head that cannot fit even with the
+//     preemption its policies allow is decided at once: BestEffortFIFO parks it and pulls the
+//     next workload of the queue; StrictFIFO keeps it and blocks the queue for this cycle.
+//  3. Order. Heads of all queues wait in one heap: those that fit without borrowing first (or,
+//     with fair sharing, lower dominant resource share first), then priority, timestamp, key.
+//  4. Admit with exact re-accounting, or preempt. The best head is taken; if usage in its cohort
+//     tree changed since it was nominated, it is nominated again and, if it got worse, goes back
+//     into the heap. A head that fits is admitted and its usage charged up the tree at once, so
+//     the next head of the same queue or cohort sees it: many workloads per queue and per cohort
+//     are admitted in one cycle without ever exceeding a limit. A head that needs preemption gets
+//     a minimal victim set (see preemption.go) or, when evictions under way already suffice, waits
+//     for them; either way its usage is reserved for the rest of the cycle.
+//  5. Requeue or park the rest. Preemptors and blocked StrictFIFO heads go back to their queues;
+//     parked workloads stay aside until an Event names their queue (Snapshot.AffectedQueues).
+//
+// The snapshot is maintained incrementally (AddAdmitted, Remove, SetEvicting) and rebuilt with
+// NewSnapshot when flavors, queues or cohorts change; Run works on a private copy of its usage.
+package engine
