@@ -1,0 +1,140 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fleetq/fleetq/e2e/lab"
+)
+
+// StopAPIServer stops the cluster's API server; its port refuses connections until RestartAPIServer.
+func (c *cluster) StopAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.proc(lab.KubeAPIServer).stop(ctx, stopGrace); err != nil {
+		return err
+	}
+	c.lab.save()
+	return nil
+}
+
+// FreezeAPIServer suspends the API server with SIGSTOP: clients connect but get no answer, the way a
+// hung or partitioned control plane looks.
+func (c *cluster) FreezeAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.proc(lab.KubeAPIServer)
+	if !p.running() {
+		return fmt.Errorf("cluster %q: freeze %s: not running", c.spec.Name, p.state.Name)
+	}
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return poll(ctx, func() bool { return p.frozen() }, fmt.Sprintf("cluster %q: %s did not stop", c.spec.Name, p.state.Name))
+}
+
+// Resume continues a frozen API server with SIGCONT.
+func (c *cluster) Resume(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.proc(lab.KubeAPIServer)
+	if !p.running() {
+		return fmt.Errorf("cluster %q: resume %s: not running", c.spec.Name, p.state.Name)
+	}
+	if err := p.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	return poll(ctx, func() bool { return !p.frozen() }, fmt.Sprintf("cluster %q: %s did not continue", c.spec.Name, p.state.Name))
+}
+
+// RestartAPIServer stops the API server if it runs (frozen or not) and starts it again with the same
+// flags: same port, same etcd, so the same data. It returns once /readyz answers.
+func (c *cluster) RestartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.proc(lab.KubeAPIServer)
+	if err := p.stop(ctx, stopGrace); err != nil {
+		return err
+	}
+	if len(p.state.Args) == 0 {
+		return fmt.Errorf("cluster %q: restart %s: no recorded command line", c.spec.Name, p.state.Name)
+	}
+	if err := p.start(c.lab.owned); err != nil {
+		return err
+	}
+	c.lab.save()
+	if err := c.waitAPIReady(ctx, apiReadyTimeout); err != nil {
+		return err
+	}
+	c.lab.progress(c.spec.Name, "kube-apiserver restarted at %s", c.server)
+	return nil
+}
+
+// check reports the first reason the cluster is not fully running.
+func (c *cluster) check(ctx context.Context) error {
+	for _, name := range c.order {
+		p := c.procs[name]
+		if !p.running() {
+			return fmt.Errorf("cluster %q: %s (pid %d) is not running", c.spec.Name, name, p.state.PID)
+		}
+		if p.frozen() {
+			return fmt.Errorf("cluster %q: %s (pid %d) is frozen", c.spec.Name, name, p.state.PID)
+		}
+	}
+	if err := c.waitAPIReady(ctx, 10*time.Second); err != nil {
+		return err
+	}
+	return nil
+}
+
+// stopAll stops the cluster's processes, newest first, so nothing sees its API server vanish.
+func (c *cluster) stopAll(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i := len(c.order) - 1; i >= 0; i-- {
+		if err := c.procs[c.order[i]].stop(ctx, stopGrace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+func etcdHealthy(ctx context.Context, port int) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/health", port), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`)
+}
+
+func poll(ctx context.Context, cond func() bool, failure string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", failure, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}

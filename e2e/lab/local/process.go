@@ -1,0 +1,271 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fleetq/fleetq/e2e/lab"
+)
+
+// process is one control-plane process: started by us (cmd set, done closes when it exits) or known
+// only from a state file (cmd nil), in which case it is checked and signalled through /proc.
+type process struct {
+	cluster string
+	state   lab.ProcessState
+
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+// procState is what /proc says about a pid.
+type procState struct {
+	startTime uint64
+	// code is the state letter: R, S, D, T (stopped), Z (zombie), ...
+	code byte
+}
+
+// readProc reads /proc/<pid>/stat; ok is false when there is no such process.
+func readProc(pid int) (procState, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procState{}, false
+	}
+	// The command name (field 2) may hold spaces and parentheses; fields after the last ')' are plain.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return procState{}, false
+	}
+	fields := strings.Fields(string(data[i+2:]))
+	// fields[0] is field 3 (state); starttime is field 22, so fields[19].
+	if len(fields) < 20 {
+		return procState{}, false
+	}
+	st, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return procState{}, false
+	}
+	return procState{startTime: st, code: fields[0][0]}, true
+}
+
+// spawner starts processes from one goroutine locked to its OS thread for the life of the program:
+// Linux sends Pdeathsig when the *thread* that forked the child exits, and Go may retire other threads.
+var spawner struct {
+	once sync.Once
+	reqs chan spawnRequest
+}
+
+type spawnRequest struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+func startOnLockedThread(cmd *exec.Cmd) error {
+	spawner.once.Do(func() {
+		spawner.reqs = make(chan spawnRequest)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread must outlive every child
+			for r := range spawner.reqs {
+				r.err <- r.cmd.Start()
+			}
+		}()
+	})
+	req := spawnRequest{cmd: cmd, err: make(chan error, 1)}
+	spawner.reqs <- req
+	return <-req.err
+}
+
+// start launches the process in its own process group with stdout and stderr appended to its log.
+// owned ties it to this process's life.
+func (p *process) start(owned bool) error {
+	logFile, err := os.OpenFile(p.state.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("cluster %q: %s: open log: %w", p.cluster, p.state.Name, err)
+	}
+	defer logFile.Close() // the child holds its own copy of the descriptor
+	fmt.Fprintf(logFile, "\n==== fleetq-lab: starting %s at %s\n", p.state.Name, time.Now().Format(time.RFC3339))
+
+	cmd := exec.Command(p.state.Args[0], p.state.Args[1:]...)
+	cmd.Env = append(os.Environ(), p.state.Env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if owned {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		err = startOnLockedThread(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return fmt.Errorf("cluster %q: start %s (%s): %w", p.cluster, p.state.Name, p.state.Args[0], err)
+	}
+	p.cmd = cmd
+	p.done = make(chan struct{})
+	p.waitErr = nil
+	p.state.PID = cmd.Process.Pid
+	if ps, ok := readProc(cmd.Process.Pid); ok {
+		p.state.StartTime = ps.startTime
+	}
+	go func(done chan struct{}) {
+		err := cmd.Wait()
+		p.waitErr = err
+		close(done)
+	}(p.done)
+	return nil
+}
+
+// running says whether the process still exists (a frozen process counts; a zombie does not).
+func (p *process) running() bool {
+	if p.state.PID == 0 {
+		return false
+	}
+	if p.done != nil {
+		select {
+		case <-p.done:
+			return false
+		default:
+		}
+	}
+	ps, ok := readProc(p.state.PID)
+	if !ok || ps.code == 'Z' || ps.code == 'X' {
+		return false
+	}
+	// A different start time means the pid now belongs to an unrelated process.
+	return p.state.StartTime == 0 || ps.startTime == p.state.StartTime
+}
+
+// frozen says whether the process is stopped by a signal.
+func (p *process) frozen() bool {
+	ps, ok := readProc(p.state.PID)
+	return ok && p.running() && ps.code == 'T'
+}
+
+// exitError describes why a process we started has exited.
+func (p *process) exitError() error {
+	if p.done == nil {
+		return errors.New("not running")
+	}
+	select {
+	case <-p.done:
+		if p.waitErr != nil {
+			return fmt.Errorf("exited: %w", p.waitErr)
+		}
+		return errors.New("exited with status 0")
+	default:
+		return nil
+	}
+}
+
+// signal sends sig to the process's group, after checking the pid is still ours.
+func (p *process) signal(sig syscall.Signal) error {
+	if !p.running() {
+		return nil
+	}
+	if err := syscall.Kill(-p.state.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cluster %q: %s (pid %d): send %v: %w", p.cluster, p.state.Name, p.state.PID, sig, err)
+	}
+	return nil
+}
+
+// stop asks the process to exit (SIGTERM), waits up to grace, then kills its whole group and waits
+// until it is gone.
+func (p *process) stop(ctx context.Context, grace time.Duration) error {
+	if !p.running() {
+		p.state.PID = 0
+		return nil
+	}
+	// A frozen process keeps SIGTERM pending until it runs again.
+	if err := p.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	if err := p.signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if !p.waitGone(ctx, grace) {
+		if err := p.signal(syscall.SIGKILL); err != nil {
+			return err
+		}
+		if !p.waitGone(ctx, 30*time.Second) {
+			return fmt.Errorf("cluster %q: %s (pid %d) still runs after SIGKILL", p.cluster, p.state.Name, p.state.PID)
+		}
+	}
+	// The group may hold children of the process; they go with it.
+	_ = syscall.Kill(-p.state.PID, syscall.SIGKILL)
+	p.state.PID = 0
+	return nil
+}
+
+func (p *process) waitGone(ctx context.Context, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for p.running() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// waitFor polls cond until it holds, the process exits, or ctx ends; failures name the process and
+// carry the tail of its log.
+func (p *process) waitFor(ctx context.Context, what string, cond func(context.Context) bool) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond(ctx) {
+			return nil
+		}
+		if !p.running() {
+			reason := p.exitError()
+			if reason == nil {
+				reason = errors.New("is gone")
+			}
+			return p.failure(fmt.Sprintf("%v before %s", reason, what))
+		}
+		select {
+		case <-ctx.Done():
+			return p.failure(fmt.Sprintf("not %s: %v", what, ctx.Err()))
+		case <-tick.C:
+		}
+	}
+}
+
+// failure builds an error naming the cluster and process, with the last lines of its log.
+func (p *process) failure(msg string) error {
+	return fmt.Errorf("cluster %q: %s: %s; last lines of %s:\n%s", p.cluster, p.state.Name, msg, p.state.Log, tail(p.state.Log, 15))
+}
+
+// tail returns the last n lines of a file, indented, for error messages.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "    (no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const max = 16 << 10
+	if info, err := f.Stat(); err == nil && info.Size() > max {
+		_, _ = f.Seek(info.Size()-max, io.SeekStart)
+	}
+	data, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
