@@ -54,7 +54,7 @@ func TestDefaultSpecWorkerNames(t *testing.T) {
 	}{
 		"management only": {0, []string{"management"}},
 		"one worker":      {1, []string{"management", "us-east"}},
-		"six workers": {6, []string{"management", "us-east", "eu-west", "us-west", "ap-south", "worker-5", "worker-6"}},
+		"six workers":     {6, []string{"management", "us-east", "eu-west", "us-west", "ap-south", "worker-5", "worker-6"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

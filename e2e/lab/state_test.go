@@ -41,11 +41,13 @@ func (p *fakeProvider) Up(_ context.Context, spec Spec, opts UpOptions) (Lab, er
 	return &fakeLab{p: p, state: s}, nil
 }
 
-func (p *fakeProvider) Open(_ context.Context, s *State) (Lab, error) { return &fakeLab{p: p, state: s}, nil }
+func (p *fakeProvider) Open(_ context.Context, s *State) (Lab, error) {
+	return &fakeLab{p: p, state: s}, nil
+}
 
-func (l *fakeLab) Dir() string          { return l.state.Dir }
-func (l *fakeLab) Spec() Spec           { return l.state.Spec }
-func (l *fakeLab) Clusters() []Cluster  { return nil }
+func (l *fakeLab) Dir() string         { return l.state.Dir }
+func (l *fakeLab) Spec() Spec          { return l.state.Spec }
+func (l *fakeLab) Clusters() []Cluster { return nil }
 func (l *fakeLab) Down(context.Context) error {
 	l.p.downs++
 	return RemoveState(l.state.Dir, l.state)
