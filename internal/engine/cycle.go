@@ -201,7 +201,7 @@ func (c *cycle) process(e *entry) {
 			Borrows: c.borrowsWithout(e, victims), Victims: victims})
 		c.requeue = append(c.requeue, e.w)
 	case waitFor > 0:
-		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Reason: WaitingForEvictions,
+		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: WaitingForEvictions,
 			Message: fmt.Sprintf("%s; waiting for %d workload(s) already being evicted to release quota", e.asg.message, waitFor),
 			Parked:  e.cq.spec.QueueingStrategy != StrictFIFO})
 		if e.cq.spec.QueueingStrategy == StrictFIFO {

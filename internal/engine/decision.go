@@ -59,7 +59,8 @@ type Decision struct {
 	Kind         DecisionKind
 	Workload     string
 	ClusterQueue string
-	// Admission is the assignment to apply (Admit) or the one the preemptor will get (Preempt).
+	// Admission is the assignment to apply (Admit), or the one the workload is expected to get
+	// once victims or evictions under way are gone (Preempt, Pending WaitingForEvictions).
 	Admission *Admission
 	// Borrows is true when the admission takes the queue above its nominal quota.
 	Borrows bool
