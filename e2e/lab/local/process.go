@@ -240,7 +240,11 @@ func (p *process) waitFor(ctx context.Context, what string, cond func(context.Co
 		}
 		select {
 		case <-ctx.Done():
-			return p.failure(fmt.Sprintf("not %s: %v", what, ctx.Err()))
+			if errors.Is(ctx.Err(), context.Canceled) {
+				// Called off, not failed: the log holds nothing worth quoting.
+				return fmt.Errorf("cluster %q: %s: not %s: %w", p.cluster, p.state.Name, what, ctx.Err())
+			}
+			return p.failure(fmt.Sprintf("not %s within the time allowed", what))
 		case <-tick.C:
 		}
 	}

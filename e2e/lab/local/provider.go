@@ -105,13 +105,13 @@ func (Provider) Up(ctx context.Context, spec lab.Spec, opts lab.UpOptions) (lab.
 	l.save()
 	l.progress("", "starting %d clusters (%s mode) in %s", len(l.clusters), spec.Mode, opts.Dir)
 
-	ctx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(l.clusters))
 	var wg sync.WaitGroup
 	for i, c := range l.clusters {
 		wg.Go(func() {
-			if err := c.start(ctx); err != nil {
+			if err := c.start(runCtx); err != nil {
 				errs[i] = err
 				cancel() // one failed cluster fails the lab; do not make the others finish
 			}
@@ -121,18 +121,19 @@ func (Provider) Up(ctx context.Context, spec lab.Spec, opts lab.UpOptions) (lab.
 	var result *multierror.Error
 	for _, err := range errs {
 		// Clusters cancelled because another failed only repeat that failure.
-		if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+		if err != nil && !errors.Is(err, context.Canceled) {
 			result = multierror.Append(result, err)
 		}
 	}
-	if err := result.ErrorOrNil(); err != nil {
+	err := result.ErrorOrNil()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		stopCtx, stopCancel := context.WithTimeout(context.Background(), time.Minute)
 		defer stopCancel()
 		_ = l.stopAll(stopCtx)
 		return nil, fmt.Errorf("lab %s did not start: %w", opts.Dir, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("lab %s: %w", opts.Dir, err)
 	}
 	l.progress("", "lab up: %d clusters in %s", len(l.clusters), time.Since(l.start).Round(100*time.Millisecond))
 	return l, nil
