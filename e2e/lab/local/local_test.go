@@ -196,7 +196,7 @@ func TestUpErrors(t *testing.T) {
 		"etcd exits at start": {
 			spec:   oneCluster(0),
 			binDir: fakeBinDir(t, map[string]string{lab.Etcd: `echo "etcdmain: open wal: permission denied" >&2; exit 3`}),
-			want: []string{`cluster "management": etcd: exited: exit status 3 before healthy`, "etcd.log", "open wal: permission denied"},
+			want:   []string{`cluster "management": etcd: exited: exit status 3 before healthy`, "etcd.log", "open wal: permission denied"},
 		},
 		"etcd keeps losing its port": {
 			spec: oneCluster(0),
