@@ -36,7 +36,8 @@ unit: ## Run only the tests that need no API server.
 
 generate: ## Regenerate deepcopy code and CRDs.
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(GO) tool controller-gen crd:allowDangerousTypes=false paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) tool controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./config/crd/bounds config/crd/bases
 
 verify: generate ## Fail if generated files are stale or code is unformatted.
 	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
