@@ -148,8 +148,28 @@ func TestNeedsDocker(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if _, err := p.Open(context.Background(), &lab.State{Provider: ProviderName, Spec: defaultSpec()}); !errors.Is(err, ErrNeedsDocker) {
-		t.Errorf("Open = %v, want ErrNeedsDocker", err)
+
+	// A lab whose clusters cannot exist still goes down: its files are removed.
+	dir := t.TempDir()
+	state := &lab.State{Provider: ProviderName, Dir: dir, Spec: defaultSpec()}
+	for _, c := range state.Spec.Clusters() {
+		state.Clusters = append(state.Clusters, lab.ClusterState{Name: c.Name, KindCluster: ClusterName(c)})
+	}
+	if err := lab.WriteState(dir, state); err != nil {
+		t.Fatal(err)
+	}
+	l, err2 := p.Open(context.Background(), state)
+	if err2 != nil {
+		t.Fatalf("Open: %v", err2)
+	}
+	if err := l.Check(context.Background()); !errors.Is(err, ErrNeedsDocker) {
+		t.Errorf("Check = %v, want ErrNeedsDocker", err)
+	}
+	if err := l.Down(context.Background()); err != nil {
+		t.Errorf("Down: %v", err)
+	}
+	if _, err := lab.ReadState(dir); !errors.Is(err, lab.ErrNoLab) {
+		t.Errorf("state after Down: %v", err)
 	}
 	t.Logf("kind provider without a container engine: %v", err)
 }

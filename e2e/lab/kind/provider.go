@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,9 +49,28 @@ var _ lab.Provider = (*Provider)(nil)
 // New returns a kind provider.
 func New(opts Options) *Provider {
 	if opts.DetectRuntime == nil {
-		opts.DetectRuntime = cluster.DetectNodeProvider
+		opts.DetectRuntime = detectEngine
 	}
 	return &Provider{opts: opts}
+}
+
+// detectEngine is kind's detection plus a check that the engine answers: kind only looks for the
+// client binary, and a docker client without a daemon would fail later with a less clear message.
+func detectEngine() (cluster.ProviderOption, error) {
+	opt, err := cluster.DetectNodeProvider()
+	if err != nil {
+		return nil, err
+	}
+	if lines, err := kindexec.CombinedOutputLines(kindexec.Command("docker", "info", "--format", "{{.ServerVersion}}")); err != nil {
+		var msgs []string
+		for _, l := range lines {
+			if l = strings.TrimSpace(l); l != "" {
+				msgs = append(msgs, l)
+			}
+		}
+		return nil, fmt.Errorf("docker info: %s", strings.Join(msgs, "; "))
+	}
+	return opt, nil
 }
 
 // Name implements lab.Provider.
@@ -106,13 +126,11 @@ func (p *Provider) Up(ctx context.Context, spec lab.Spec, opts lab.UpOptions) (l
 	return l, nil
 }
 
-// Open implements lab.Provider.
+// Open implements lab.Provider. Without a container engine the lab opens anyway, so `fleetq-lab down`
+// can remove the files of a lab whose clusters cannot exist; everything else reports the missing engine.
 func (p *Provider) Open(_ context.Context, state *lab.State) (lab.Lab, error) {
 	kp, err := p.runtime()
-	if err != nil {
-		return nil, err
-	}
-	l := &kindLab{p: p, kp: kp, dir: state.Dir, state: state}
+	l := &kindLab{p: p, kp: kp, engineErr: err, dir: state.Dir, state: state}
 	for _, cs := range state.Spec.Clusters() {
 		st, ok := state.Cluster(cs.Name)
 		if !ok {
@@ -125,11 +143,13 @@ func (p *Provider) Open(_ context.Context, state *lab.State) (lab.Lab, error) {
 }
 
 type kindLab struct {
-	p        *Provider
-	kp       *cluster.Provider
-	dir      string
-	state    *lab.State
-	clusters []*kindCluster
+	p  *Provider
+	kp *cluster.Provider
+	// engineErr is why there is no container engine; kp is nil then.
+	engineErr error
+	dir       string
+	state     *lab.State
+	clusters  []*kindCluster
 }
 
 func (l *kindLab) Dir() string    { return l.dir }
@@ -143,6 +163,9 @@ func (l *kindLab) Clusters() []lab.Cluster {
 }
 
 func (l *kindLab) Check(ctx context.Context) error {
+	if l.engineErr != nil {
+		return l.engineErr
+	}
 	for _, c := range l.clusters {
 		if err := c.waitReady(ctx, 10*time.Second); err != nil {
 			return err
@@ -152,6 +175,10 @@ func (l *kindLab) Check(ctx context.Context) error {
 }
 
 func (l *kindLab) Down(ctx context.Context) error {
+	if l.engineErr != nil {
+		// No engine, so no container of the lab can be running: only its files are left.
+		return lab.RemoveState(l.dir, l.state)
+	}
 	var errs []error
 	for _, c := range l.clusters {
 		if err := l.kp.Delete(c.name, ""); err != nil {
@@ -313,6 +340,9 @@ func (c *kindCluster) RestartAPIServer(ctx context.Context) error {
 }
 
 func (c *kindCluster) docker(args ...string) error {
+	if c.lab.engineErr != nil {
+		return c.lab.engineErr
+	}
 	if out, err := kindexec.CombinedOutputLines(kindexec.Command("docker", args...)); err != nil {
 		return fmt.Errorf("cluster %q: docker %v: %w: %v", c.spec.Name, args, err, out)
 	}
