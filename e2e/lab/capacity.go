@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/fleetq/fleetq/internal/podrequest"
 )
 
 // Capacity is what a cluster's nodes offer and what its pods hold, the way the scheduler counts it.
@@ -31,7 +33,8 @@ func (c Capacity) Free(name corev1.ResourceName) resource.Quantity {
 }
 
 // ComputeCapacity sums nodes' allocatable and the requests of the pods bound to them that still hold
-// resources (not Succeeded or Failed); pods bound to nodes not in the list are ignored.
+// resources (not Succeeded or Failed), counted the way kube-scheduler counts them (podrequest); pods
+// bound to nodes not in the list are ignored.
 func ComputeCapacity(nodes []corev1.Node, pods []corev1.Pod) Capacity {
 	c := Capacity{Allocatable: corev1.ResourceList{}, Requested: corev1.ResourceList{}}
 	known := map[string]bool{}
@@ -50,27 +53,9 @@ func ComputeCapacity(nodes []corev1.Node, pods []corev1.Pod) Capacity {
 		if !known[p.Spec.NodeName] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		add(c.Requested, PodRequests(p))
+		add(c.Requested, podrequest.Of(&p.Spec))
 	}
 	return c
-}
-
-// PodRequests is what the scheduler reserves for a pod: the larger of its containers' sum and its
-// largest init container, per resource, plus the pod overhead.
-func PodRequests(p *corev1.Pod) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		add(sum, c.Resources.Requests)
-	}
-	for _, c := range p.Spec.InitContainers {
-		for name, q := range c.Resources.Requests {
-			if cur, ok := sum[name]; !ok || q.Cmp(cur) > 0 {
-				sum[name] = q.DeepCopy()
-			}
-		}
-	}
-	add(sum, p.Spec.Overhead)
-	return sum
 }
 
 func add(into, from corev1.ResourceList) {

@@ -71,23 +71,3 @@ func TestComputeCapacity(t *testing.T) {
 		})
 	}
 }
-
-func TestPodRequests(t *testing.T) {
-	p := &corev1.Pod{Spec: corev1.PodSpec{
-		Containers: []corev1.Container{
-			{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), GPUResource: resource.MustParse("1")}}},
-			{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}},
-		},
-		InitContainers: []corev1.Container{
-			{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}},
-			{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
-		},
-		Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
-	}}
-	got := PodRequests(p)
-	cpu, gpu := got[corev1.ResourceCPU], got[GPUResource]
-	// max(1.5 from containers, 2 from the largest init container) + 0.1 overhead
-	if cpu.MilliValue() != 2100 || gpu.Value() != 1 {
-		t.Errorf("requests = cpu %s, gpu %s; want 2100m, 1", cpu.String(), gpu.String())
-	}
-}
