@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -15,16 +17,27 @@ func Amount(name corev1.ResourceName, q resource.Quantity) int64 {
 }
 
 // FormatAmount renders a canonical amount the way a person writes it in a manifest ("2", "500m",
-// "512Mi", "4"), so pending reasons read naturally.
+// "512Mi", "4"), so pending reasons read naturally. Counts are written in full ("1000", not "1k").
 func FormatAmount(name corev1.ResourceName, v int64) string {
 	if name == corev1.ResourceCPU {
-		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
+		if v%1000 == 0 {
+			return strconv.FormatInt(v/1000, 10)
+		}
+		return strconv.FormatInt(v, 10) + "m"
 	}
-	if isByteResource(name) {
-		return resource.NewQuantity(v, resource.BinarySI).String()
+	if isByteResource(name) && v != 0 {
+		// The largest binary suffix that divides the amount exactly, as Kubernetes prints it.
+		for i := len(binarySuffixes) - 1; i >= 0; i-- {
+			shift := uint(10 * (i + 1))
+			if v%(1<<shift) == 0 {
+				return strconv.FormatInt(v>>shift, 10) + binarySuffixes[i]
+			}
+		}
 	}
-	return resource.NewQuantity(v, resource.DecimalSI).String()
+	return strconv.FormatInt(v, 10)
 }
+
+var binarySuffixes = []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
 
 // isByteResource tells which resources are counted in bytes and so read best in binary units.
 func isByteResource(name corev1.ResourceName) bool {

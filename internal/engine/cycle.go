@@ -58,6 +58,7 @@ func Run(s *Snapshot, q Queues, opts Options) []Decision {
 		blocked:  map[string]bool{},
 	}
 	c.evictingIn = s.evictingByTree()
+	c.sortedAdmitted = map[int][]*admittedWorkload{}
 	// 1. Get heads: the first workload of every queue that can be nominated.
 	for _, name := range q.ClusterQueues() {
 		c.pullHead(name)
@@ -98,10 +99,14 @@ type cycle struct {
 	evicting map[string]bool
 	// evictingIn lists, per tree root node id, the workloads being evicted (sorted by key).
 	evictingIn map[int][]*admittedWorkload
-	version    []int // per tree root node id
-	blocked    map[string]bool
-	heads      entryHeap
-	decisions  []Decision
+	// sortedAdmitted caches each tree's admitted workloads in candidate order.
+	sortedAdmitted map[int][]*admittedWorkload
+	// ownBuf and othersBuf are reused by candidates.
+	ownBuf, othersBuf []*admittedWorkload
+	version           []int // per tree root node id
+	blocked           map[string]bool
+	heads             entryHeap
+	decisions         []Decision
 	// requeue holds popped workloads that go back to their queue once the cycle is over, so
 	// that the cycle does not pop them again.
 	requeue []*Workload
@@ -109,8 +114,10 @@ type cycle struct {
 
 // entry is a queue head nominated for admission.
 type entry struct {
-	w       *Workload
-	cq      *clusterQueue
+	w  *Workload
+	cq *clusterQueue
+	// demand is resolved once; nominations reuse it.
+	demand  []podDemand
 	asg     assignment
 	version int
 	shares  []float64
@@ -138,7 +145,12 @@ func (c *cycle) pullHead(name string) {
 			c.q.Park(w)
 			continue
 		}
-		e := &entry{w: w, cq: cq, fair: c.opts.FairSharing != nil}
+		demand, msg := resolve(w, cq)
+		if msg != "" {
+			c.reject(w, cq, ResourceNotCovered, msg)
+			continue
+		}
+		e := &entry{w: w, cq: cq, demand: demand, fair: c.opts.FairSharing != nil}
 		c.nominate(e)
 		if e.asg.mode == noFit {
 			c.reject(e.w, cq, e.asg.reason, e.asg.message)
@@ -150,7 +162,7 @@ func (c *cycle) pullHead(name string) {
 }
 
 func (c *cycle) nominate(e *entry) {
-	e.asg = c.assign(e.w, e.cq)
+	e.asg = c.assign(e.w, e.cq, e.demand)
 	e.version = c.version[e.cq.node.path[0].id]
 	if e.fair {
 		e.shares = e.shares[:0]
@@ -178,7 +190,7 @@ func (c *cycle) reject(w *Workload, cq *clusterQueue, reason PendingReason, msg 
 
 func (c *cycle) process(e *entry) {
 	name := e.cq.spec.Name
-	adm := &Admission{ClusterQueue: name, PodSets: e.asg.podSets}
+	adm := e.asg.admission(e.cq)
 	if e.asg.mode == fits {
 		c.charge(e)
 		c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: e.asg.borrows})
@@ -188,22 +200,25 @@ func (c *cycle) process(e *entry) {
 	victims, waitFor, ok := c.findVictims(e.w, e.cq, e.asg.amounts, false)
 	switch {
 	case !ok:
-		c.reject(e.w, e.cq, InsufficientQuota, e.asg.message+"; preemption cannot free enough quota")
+		c.reject(e.w, e.cq, InsufficientQuota, e.asg.short.prefix+c.acc.quotaMessage(e.cq, e.asg.short.fr, e.asg.short.total)+"; preemption cannot free enough quota")
 		c.pullHead(name)
 		return
 	case len(victims) > 0:
 		root := e.cq.node.path[0].id
 		for _, v := range victims {
+			a := c.s.admitted[v.Key]
 			c.evicting[v.Key] = true
-			c.evictingIn[root] = append(c.evictingIn[root], c.s.admitted[v.Key])
+			c.evictingIn[root] = append(c.evictingIn[root], a)
+			c.forget(a)
 		}
 		c.decide(Decision{Kind: Preempt, Workload: e.w.Key, ClusterQueue: name, Admission: adm,
 			Borrows: c.borrowsWithout(e, victims), Victims: victims})
 		c.requeue = append(c.requeue, e.w)
 	case waitFor > 0:
 		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: WaitingForEvictions,
-			Message: fmt.Sprintf("%s; waiting for %d workload(s) already being evicted to release quota", e.asg.message, waitFor),
-			Parked:  e.cq.spec.QueueingStrategy != StrictFIFO})
+			Message: fmt.Sprintf("%s%s; waiting for %d workload(s) already being evicted to release quota",
+				e.asg.short.prefix, c.acc.quotaMessage(e.cq, e.asg.short.fr, e.asg.short.total), waitFor),
+			Parked: e.cq.spec.QueueingStrategy != StrictFIFO})
 		if e.cq.spec.QueueingStrategy == StrictFIFO {
 			c.requeue = append(c.requeue, e.w)
 		} else {

@@ -27,6 +27,24 @@
 //  5. Requeue or park the rest. Preemptors and blocked StrictFIFO heads go back to their queues;
 //     parked workloads stay aside until an Event names their queue (Snapshot.AffectedQueues).
 //
+// Driving it (manager and worker agent alike; one goroutine owns the snapshot and the queues):
+//
+//   - Flavor, ClusterQueue or Cohort added, changed or deleted: rebuild with NewSnapshot from the
+//     informer caches (all admitted workloads included), then wake the queues AffectedQueues
+//     names for the matching Event, asked of the old and of the new snapshot.
+//   - Pending workload added or changed: queue.Manager.Add. Deleted, or admitted by someone
+//     else: queue.Manager.Delete.
+//   - Quota reserved (the manager's own Admit applied, or observed): Snapshot.AddAdmitted.
+//     Eviction started: Snapshot.SetEvicting. Workload finished, deleted, or gone after its
+//     eviction: Snapshot.Remove, then wake AffectedQueues(Event{QuotaFreed, its queue}).
+//   - Then run a cycle (Run) and apply its decisions: Admit writes the admission (and, once it
+//     lands, AddAdmitted; if the write fails, queue the workload again); Preempt evicts each
+//     victim with its reason and message; Pending writes the message to the workload's status.
+//
+// The worker agent builds its snapshot from what its cluster has: one ClusterQueue per flavor
+// whose nominal quota is the flavor's allocatable capacity, and nodefit to check that the pods of
+// an admitted workload really fit on the nodes at once.
+//
 // The snapshot is maintained incrementally (AddAdmitted, Remove, SetEvicting) and rebuilt with
 // NewSnapshot when flavors, queues or cohorts change; Run works on a private copy of its usage.
 package engine

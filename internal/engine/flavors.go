@@ -19,174 +19,223 @@ const (
 	fits
 )
 
+// groupDemand is what one pod set requests from one resource group of its queue.
+type groupDemand struct {
+	group int
+	res   []int   // indexes into the group's resources
+	amt   []int64 // count × per-pod request, parallel to res
+}
+
+// podDemand is one pod set's requests resolved against the queue's resource groups.
+type podDemand struct {
+	ps     *PodSet
+	groups []groupDemand
+}
+
+// shortfall remembers the first resource that did not fit, so the message (with numbers) is
+// only written when a decision needs it.
+type shortfall struct {
+	prefix string
+	flavor string
+	fr     int
+	total  int64
+	hint   string
+}
+
 // assignment is the outcome of flavor assignment for a whole workload.
 type assignment struct {
 	mode    fitMode
 	borrows bool
-	podSets []PodSetAssignment
+	demand  []podDemand
+	// chosen[p][g] is the flavor index picked for demand[p].groups[g].
+	chosen [][]int
 	// amounts is the workload's total request per flavor-resource under this assignment.
 	amounts []frAmount
-	// reason and message explain a noFit (or the quota shortfall behind needsPreemption).
+	// reason and message explain a noFit; short explains the quota behind needsPreemption.
 	reason  PendingReason
 	message string
+	short   *shortfall
 }
 
-// flavorChoice is one flavor evaluated for one pod set and resource group.
-type flavorChoice struct {
-	mode    fitMode
-	borrows bool
-	flavor  *groupFlavor
-	amounts []frAmount // this group's resources, cumulative with earlier pod sets
+// resolve groups a workload's non-zero requests by the queue's resource groups; a resource the
+// queue does not cover makes the workload inadmissible there.
+func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
+	out := make([]podDemand, 0, len(w.PodSets))
+	for i := range w.PodSets {
+		ps := &w.PodSets[i]
+		pd := podDemand{ps: ps}
+		if ps.Count > 0 {
+			names := make([]corev1.ResourceName, 0, len(ps.Requests))
+			for r, v := range ps.Requests {
+				if v != 0 {
+					names = append(names, r)
+				}
+			}
+			sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+			for _, r := range names {
+				gi, ok := cq.groupOf[r]
+				if !ok {
+					return nil, fmt.Sprintf("%sresource %s is not covered by clusterqueue %s", podSetPrefix(w, ps), r, cq.spec.Name)
+				}
+				g := &cq.groups[gi]
+				var gd *groupDemand
+				for k := range pd.groups {
+					if pd.groups[k].group == gi {
+						gd = &pd.groups[k]
+					}
+				}
+				if gd == nil {
+					pd.groups = append(pd.groups, groupDemand{group: gi})
+					gd = &pd.groups[len(pd.groups)-1]
+				}
+				for ri, name := range g.resources {
+					if name == r {
+						gd.res = append(gd.res, ri)
+						gd.amt = append(gd.amt, int64(ps.Count)*ps.Requests[r])
+					}
+				}
+			}
+			sort.Slice(pd.groups, func(i, j int) bool { return pd.groups[i].group < pd.groups[j].group })
+		}
+		out = append(out, pd)
+	}
+	return out, ""
+}
+
+func podSetPrefix(w *Workload, ps *PodSet) string {
+	if len(w.PodSets) > 1 {
+		return fmt.Sprintf("pod set %q: ", ps.Name)
+	}
+	return ""
 }
 
 // assign chooses flavors pod set by pod set, resource group by resource group, accumulating
 // what earlier pod sets took so that later ones see it (they may share a flavor).
-func (c *cycle) assign(w *Workload, cq *clusterQueue) assignment {
-	var out assignment
-	out.mode = fits
-	multi := len(w.PodSets) > 1
-	for _, ps := range w.PodSets {
-		prefix := ""
-		if multi {
-			prefix = fmt.Sprintf("pod set %q: ", ps.Name)
-		}
-		psa := PodSetAssignment{Name: ps.Name, Count: ps.Count, Flavors: map[corev1.ResourceName]string{}, Usage: map[corev1.ResourceName]int64{}}
-		names := requestedResources(ps)
-		byGroup := map[int][]corev1.ResourceName{}
-		var groups []int
-		for _, r := range names {
-			gi, ok := cq.groupOf[r]
-			if !ok {
-				return assignment{mode: noFit, reason: ResourceNotCovered,
-					message: fmt.Sprintf("%sresource %s is not covered by clusterqueue %s", prefix, r, cq.spec.Name)}
+func (c *cycle) assign(w *Workload, cq *clusterQueue, demand []podDemand) assignment {
+	out := assignment{mode: fits, demand: demand, chosen: make([][]int, len(demand))}
+	for p := range demand {
+		pd := &demand[p]
+		out.chosen[p] = make([]int, len(pd.groups))
+		for g := range pd.groups {
+			gd := &pd.groups[g]
+			fi, mode, borrows, short, reason, msg := c.chooseFlavor(w, cq, pd.ps, gd, out.amounts)
+			if fi < 0 {
+				return assignment{mode: noFit, reason: reason, message: podSetPrefix(w, pd.ps) + msg}
 			}
-			if _, seen := byGroup[gi]; !seen {
-				groups = append(groups, gi)
-			}
-			byGroup[gi] = append(byGroup[gi], r)
-		}
-		sort.Ints(groups)
-		for _, gi := range groups {
-			choice, reason, msg := c.chooseFlavor(w, cq, &ps, &cq.groups[gi], out.amounts)
-			if choice == nil {
-				return assignment{mode: noFit, reason: reason, message: prefix + msg}
-			}
-			if choice.mode == needsPreemption {
+			if mode == needsPreemption {
 				out.mode = needsPreemption
-				if out.message == "" {
-					out.message = prefix + msg
+				if out.short == nil {
+					short.prefix = podSetPrefix(w, pd.ps)
+					out.short = short
 				}
 			}
-			out.borrows = out.borrows || choice.borrows
-			g := &cq.groups[gi]
-			for i, r := range g.resources {
-				req, ok := ps.Requests[r]
-				if !ok || req == 0 {
-					continue
-				}
-				amt := int64(ps.Count) * req
-				psa.Flavors[r] = choice.flavor.name
-				psa.Usage[r] = amt
-				out.amounts = mergeAmount(out.amounts, choice.flavor.fr[i], amt)
+			out.borrows = out.borrows || borrows
+			out.chosen[p][g] = fi
+			f := &cq.groups[gd.group].flavors[fi]
+			for i, ri := range gd.res {
+				out.amounts = mergeAmount(out.amounts, f.fr[ri], gd.amt[i])
 			}
 		}
-		out.podSets = append(out.podSets, psa)
-	}
-	if out.mode == fits {
-		out.message = ""
 	}
 	return out
 }
 
-// requestedResources lists a pod set's non-zero requests, sorted for determinism.
-func requestedResources(ps PodSet) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(ps.Requests))
-	for r, v := range ps.Requests {
-		if v != 0 && ps.Count > 0 {
-			names = append(names, r)
+// admission writes the chosen flavors out as the API's pod set assignments.
+func (a *assignment) admission(cq *clusterQueue) *Admission {
+	adm := &Admission{ClusterQueue: cq.spec.Name}
+	for p, pd := range a.demand {
+		psa := PodSetAssignment{Name: pd.ps.Name, Count: pd.ps.Count,
+			Flavors: map[corev1.ResourceName]string{}, Usage: map[corev1.ResourceName]int64{}}
+		for g, gd := range pd.groups {
+			grp := &cq.groups[gd.group]
+			for i, ri := range gd.res {
+				psa.Flavors[grp.resources[ri]] = grp.flavors[a.chosen[p][g]].name
+				psa.Usage[grp.resources[ri]] = gd.amt[i]
+			}
 		}
+		adm.PodSets = append(adm.PodSets, psa)
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
+	return adm
 }
 
 // chooseFlavor walks a group's flavors in order and applies flavor fungibility: a flavor that
 // fits without borrowing always wins; one that borrows or needs preemption wins at once under
-// MayStopSearch, and is otherwise kept as a fallback while later flavors are tried.
-func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, g *flavorGroup, prior []frAmount) (*flavorChoice, PendingReason, string) {
-	var best *flavorChoice
-	var bestMsg string
-	var msgs []string
+// MayStopSearch, and is otherwise kept as a fallback while later flavors are tried. It returns
+// the flavor index, or -1 with the reason.
+func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *groupDemand, prior []frAmount) (int, fitMode, bool, *shortfall, PendingReason, string) {
+	g := &cq.groups[gd.group]
+	best, bestMode, bestBorrows := -1, noFit, false
+	var bestShort *shortfall
+	var failed []string
 	compatible := 0
 	fung := cq.spec.FlavorFungibility
+	cur := make([]frAmount, len(gd.res))
 	for fi := range g.flavors {
 		f := &g.flavors[fi]
 		if why := incompatibility(f, ps); why != "" {
-			msgs = append(msgs, why)
+			failed = append(failed, why)
 			continue
 		}
 		compatible++
-		ch := &flavorChoice{mode: fits, flavor: f}
-		var shortMsg string
-		for i, r := range g.resources {
-			req, ok := ps.Requests[r]
-			if !ok || req == 0 {
-				continue
-			}
-			fr := f.fr[i]
-			total := int64(ps.Count)*req + amountOf(prior, fr)
-			ch.amounts = append(ch.amounts, frAmount{fr, total})
-			if total > c.acc.available(cq.node, fr) {
-				if ch.mode == fits {
-					shortMsg = c.acc.quotaMessage(cq, fr, total)
-				}
-				ch.mode = noFit
+		mode := fits
+		var short *shortfall
+		for i, ri := range gd.res {
+			fr := f.fr[ri]
+			total := gd.amt[i] + amountOf(prior, fr)
+			cur[i] = frAmount{fr, total}
+			if mode == fits && total > c.acc.available(cq.node, fr) {
+				mode = noFit
+				short = &shortfall{flavor: f.name, fr: fr, total: total}
 			}
 		}
-		ch.borrows = c.acc.borrows(cq.node, ch.amounts)
-		if ch.mode == noFit {
-			if c.preemptionPossible(w, cq, withAmounts(prior, ch.amounts)) {
-				ch.mode = needsPreemption
-			} else if c.preemptionEnabled(cq) {
-				shortMsg += "; preemption the policies allow cannot free enough quota"
-			} else if cq.node.parent != nil && c.withinNominalAfter(cq, ch.amounts) {
-				shortMsg += "; reclaimWithinCohort is Never, so it waits for borrowers to finish"
+		borrows := c.acc.borrows(cq.node, cur)
+		if mode == noFit {
+			switch {
+			case c.preemptionPossible(w, cq, withAmounts(prior, cur)):
+				mode = needsPreemption
+			case c.preemptionEnabled(cq):
+				short.hint = "; preemption the policies allow cannot free enough quota"
+			case cq.node.parent != nil && c.withinNominalAfter(cq, cur):
+				short.hint = "; reclaimWithinCohort is Never, so it waits for borrowers to finish"
 			}
 		}
 		switch {
-		case ch.mode == fits && !ch.borrows:
-			return ch, "", ""
-		case ch.mode == fits:
-			if fung.WhenCanBorrow != TryNextFlavor {
-				return ch, "", ""
+		case mode == fits && !borrows:
+			return fi, fits, false, nil, "", ""
+		case mode == fits:
+			if fung.WhenCanBorrow != TryNextFlavor { // MayStopSearch, its v1beta1 alias Borrow, or unset
+				return fi, fits, true, nil, "", ""
 			}
-			if best == nil || best.mode < fits {
-				best = ch
+			if best < 0 || bestMode < fits {
+				best, bestMode, bestBorrows, bestShort = fi, fits, true, nil
 			}
-		case ch.mode == needsPreemption:
-			if fung.WhenCanPreempt == MayStopSearch {
-				return ch, "", shortMsg
+		case mode == needsPreemption:
+			if fung.WhenCanPreempt == MayStopSearch || fung.WhenCanPreempt == "Preempt" { // v1beta1 alias
+				return fi, needsPreemption, borrows, short, "", ""
 			}
-			if best == nil {
-				best, bestMsg = ch, shortMsg
+			if best < 0 {
+				best, bestMode, bestBorrows, bestShort = fi, needsPreemption, borrows, short
 			}
 		default:
-			msgs = append(msgs, shortMsg)
+			failed = append(failed, c.acc.shortMessage(cq, short))
 		}
 	}
-	if best != nil {
-		return best, "", bestMsg
+	if best >= 0 {
+		return best, bestMode, bestBorrows, bestShort, "", ""
 	}
 	if compatible == 0 {
-		return nil, NoCompatibleFlavor, strings.Join(msgs, "; ")
+		return -1, noFit, false, nil, NoCompatibleFlavor, strings.Join(failed, "; ")
 	}
-	return nil, InsufficientQuota, strings.Join(msgs, "; ")
+	return -1, noFit, false, nil, InsufficientQuota, strings.Join(failed, "; ")
 }
 
 // incompatibility explains why pods of ps can never run on flavor f, or returns "".
 func incompatibility(f *groupFlavor, ps *PodSet) string {
 	if f.flavor == nil {
 		return fmt.Sprintf("flavor %s not found", f.name)
+	}
+	if len(ps.NodeSelector) == 0 && ps.RequiredNodeAffinity == nil && len(f.flavor.NodeTaints) == 0 {
+		return ""
 	}
 	if !affinity.Matches(f.flavor.NodeLabels, ps.NodeSelector, ps.RequiredNodeAffinity, affinity.Flavor) {
 		return fmt.Sprintf("flavor %s does not match the pods' node selector or affinity", f.name)
@@ -208,7 +257,7 @@ func amountOf(list []frAmount, fr int) int64 {
 
 // withAmounts returns prior with the cumulative amounts in cur replacing or extending it.
 func withAmounts(prior, cur []frAmount) []frAmount {
-	out := append([]frAmount(nil), prior...)
+	out := append(make([]frAmount, 0, len(prior)+len(cur)), prior...)
 	for _, u := range cur {
 		found := false
 		for i := range out {
@@ -224,6 +273,11 @@ func withAmounts(prior, cur []frAmount) []frAmount {
 	return out
 }
 
+// shortMessage writes a shortfall out in words, with the current numbers.
+func (a *accounting) shortMessage(cq *clusterQueue, s *shortfall) string {
+	return s.prefix + a.quotaMessage(cq, s.fr, s.total) + s.hint
+}
+
 // quotaMessage explains, with numbers, why request does not fit fr in queue cq.
 func (a *accounting) quotaMessage(cq *clusterQueue, fr int, request int64) string {
 	key := a.s.frs[fr]
@@ -233,8 +287,11 @@ func (a *accounting) quotaMessage(cq *clusterQueue, fr int, request int64) strin
 	used := a.at(n, fr)
 	nominal := n.quota[fr]
 	var b strings.Builder
-	fmt.Fprintf(&b, "insufficient quota for %s in flavor %s: requests %s, available %s (nominal %s, used %s",
-		r, key.flavor, FormatAmount(r, request), FormatAmount(r, avail), FormatAmount(r, nominal), FormatAmount(r, used))
+	b.Grow(160)
+	for _, part := range []string{"insufficient quota for ", string(r), " in flavor ", key.flavor, ": requests ", FormatAmount(r, request),
+		", available ", FormatAmount(r, avail), " (nominal ", FormatAmount(r, nominal), ", used ", FormatAmount(r, used)} {
+		b.WriteString(part)
+	}
 	if n.parent != nil {
 		bl := n.borrowLimit[fr]
 		room := int64(-1)
@@ -246,14 +303,14 @@ func (a *accounting) quotaMessage(cq *clusterQueue, fr int, request int64) strin
 		case bl >= 0 && room <= max(0, a.available(n.parent, fr)):
 			// borrowingLimit binds before the cohort runs out.
 			if more := max(0, avail-localFree); more > 0 {
-				fmt.Fprintf(&b, ", borrowingLimit %s allows %s more", FormatAmount(r, bl), FormatAmount(r, more))
+				b.WriteString(", borrowingLimit " + FormatAmount(r, bl) + " allows " + FormatAmount(r, more) + " more")
 			} else {
-				fmt.Fprintf(&b, ", borrowingLimit %s reached", FormatAmount(r, bl))
+				b.WriteString(", borrowingLimit " + FormatAmount(r, bl) + " reached")
 			}
 		case avail >= localFree:
-			fmt.Fprintf(&b, ", cohort %s lends %s", n.parent.name, FormatAmount(r, avail-localFree))
+			b.WriteString(", cohort " + n.parent.name + " lends " + FormatAmount(r, avail-localFree))
 		default:
-			fmt.Fprintf(&b, ", %s of it in use by other queues in cohort %s", FormatAmount(r, localFree-avail), n.parent.name)
+			b.WriteString(", " + FormatAmount(r, localFree-avail) + " of it in use by other queues in cohort " + n.parent.name)
 		}
 	}
 	b.WriteString(")")

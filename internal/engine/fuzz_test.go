@@ -22,40 +22,42 @@ func FuzzCycle(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("fleetq admission engine seed: cohorts, borrowing and preemption"))
 	f.Add([]byte{1, 3, 2, 5, 7, 9, 200, 13, 0, 0, 4, 4, 4, 4, 77, 1, 2, 3, 250, 251, 252, 1, 1, 1, 1, 1, 1, 1, 1})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		src := &byteSource{data: data}
-		in, opts := randomInput(src)
-		snap := NewSnapshot(in)
-		if v := snap.LimitViolations(); len(v) > 0 {
-			t.Fatalf("empty snapshot violates limits: %v", v)
-		}
-		q := newTestQueues()
-		var ts int64
-		pending := map[string]Workload{}
-		for step := 0; step < 40 && !src.done(); step++ {
-			switch op := src.intn(6); {
-			case op <= 2:
-				ts++
-				w := randomWorkload(src, in, ts)
-				pending[w.Key] = w
-				q.add(w)
-			case op == 3:
-				cycleAndCheck(t, snap, q, opts, pending, ts)
-			case op == 4:
-				keys := admittedKeys(snap, false)
-				if len(keys) > 0 {
-					cq, _ := snap.Remove(keys[src.intn(len(keys))])
-					q.wake(snap.AffectedQueues(Event{Kind: QuotaFreed, Name: cq}))
-				}
-			default:
-				for _, k := range admittedKeys(snap, true) {
-					cq, _ := snap.Remove(k)
-					q.wake(snap.AffectedQueues(Event{Kind: QuotaFreed, Name: cq}))
-				}
+	f.Fuzz(runFuzzBody)
+}
+
+func runFuzzBody(t *testing.T, data []byte) {
+	src := &byteSource{data: data}
+	in, opts := randomInput(src)
+	snap := NewSnapshot(in)
+	if v := snap.LimitViolations(); len(v) > 0 {
+		t.Fatalf("empty snapshot violates limits: %v", v)
+	}
+	q := newTestQueues()
+	var ts int64
+	pending := map[string]Workload{}
+	for step := 0; step < 40 && !src.done(); step++ {
+		switch op := src.intn(6); {
+		case op <= 2:
+			ts++
+			w := randomWorkload(src, in, ts)
+			pending[w.Key] = w
+			q.add(w)
+		case op == 3:
+			cycleAndCheck(t, snap, q, opts, pending, ts)
+		case op == 4:
+			keys := admittedKeys(snap, false)
+			if len(keys) > 0 {
+				cq, _ := snap.Remove(keys[src.intn(len(keys))])
+				q.wake(snap.AffectedQueues(Event{Kind: QuotaFreed, Name: cq}))
+			}
+		default:
+			for _, k := range admittedKeys(snap, true) {
+				cq, _ := snap.Remove(k)
+				q.wake(snap.AffectedQueues(Event{Kind: QuotaFreed, Name: cq}))
 			}
 		}
-		cycleAndCheck(t, snap, q, opts, pending, ts)
-	})
+	}
+	cycleAndCheck(t, snap, q, opts, pending, ts)
 }
 
 func admittedKeys(s *Snapshot, evicting bool) []string {

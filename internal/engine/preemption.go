@@ -50,7 +50,6 @@ type victimSet struct {
 // accounting is left as it was found.
 func (c *cycle) findVictims(w *Workload, cq *clusterQueue, amounts []frAmount, probe bool) (victims []Victim, waitFor int, ok bool) {
 	root := cq.node.path[0].id
-	tree := c.s.trees[root]
 	var released []*admittedWorkload
 	for _, a := range c.evictingIn[root] {
 		if usesAny(a, amounts) {
@@ -66,7 +65,10 @@ func (c *cycle) findVictims(w *Workload, cq *clusterQueue, amounts []frAmount, p
 	if c.acc.fits(cq.node, amounts, false) {
 		return nil, len(released), true
 	}
-	own, others := c.candidates(w, cq, tree, amounts)
+	own, others := c.candidates(w, cq, amounts)
+	if !c.couldFree(cq, amounts, own, others) {
+		return nil, 0, false
+	}
 	var set *victimSet
 	if c.opts.FairSharing != nil {
 		set = c.fairSearch(w, cq, amounts, own, others)
@@ -86,6 +88,33 @@ func (c *cycle) findVictims(w *Workload, cq *clusterQueue, amounts []frAmount, p
 	return victims, 0, true
 }
 
+// couldFree is a cheap necessary condition: removing usage u anywhere in the tree raises what a
+// queue can use by at most u, so the candidates together must hold at least the shortfall of
+// every flavor-resource, or no victim set exists.
+func (c *cycle) couldFree(cq *clusterQueue, amounts []frAmount, own, others []*admittedWorkload) bool {
+	for _, u := range amounts {
+		need := u.amt - c.acc.available(cq.node, u.fr)
+		if need <= 0 {
+			continue
+		}
+		for _, list := range [][]*admittedWorkload{own, others} {
+			for _, a := range list {
+				need -= amountOf(a.usage, u.fr)
+				if need <= 0 {
+					break
+				}
+			}
+			if need <= 0 {
+				break
+			}
+		}
+		if need > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func usesAny(a *admittedWorkload, amounts []frAmount) bool {
 	for _, u := range a.usage {
 		for _, v := range amounts {
@@ -97,30 +126,74 @@ func usesAny(a *admittedWorkload, amounts []frAmount) bool {
 	return false
 }
 
-// candidates lists what the policies let w preempt, each list in preemption order.
-func (c *cycle) candidates(w *Workload, cq *clusterQueue, tree []*clusterQueue, amounts []frAmount) (own, others []*admittedWorkload) {
+// candidates lists what the policies let w preempt, each list in preemption order. The lists
+// are scratch buffers of the cycle, valid until the next call.
+func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (own, others []*admittedWorkload) {
 	within := cq.spec.Preemption.WithinClusterQueue
 	reclaim := cq.spec.Preemption.ReclaimWithinCohort
-	for _, other := range tree {
-		isOwn := other == cq
-		if isOwn && !enabled(within) || !isOwn && !enabled(reclaim) {
+	if !enabled(within) && !enabled(reclaim) {
+		return nil, nil
+	}
+	// Candidates come lowest priority first, so the scan stops above the highest priority any
+	// policy could expose.
+	limit := w.Priority - 1
+	if within == PreemptLowerOrNewerEqualPriority {
+		limit = w.Priority
+	}
+	anyPriority := reclaim == PreemptAny && cq.node.parent != nil
+	own, others = c.ownBuf[:0], c.othersBuf[:0]
+	for _, a := range c.treeAdmitted(cq.node.path[0].id) {
+		if a.wl.Priority > limit && !anyPriority {
+			break
+		}
+		if !usesAny(a, amounts) {
 			continue
 		}
-		for _, a := range other.admitted {
-			if a.evicting || c.evicting[a.wl.Key] || !usesAny(a, amounts) {
-				continue
-			}
-			if isOwn && allowedWithin(within, w, &a.wl) {
+		if a.cq == cq {
+			if allowedWithin(within, w, &a.wl) {
 				own = append(own, a)
 			}
-			if !isOwn && (reclaim == PreemptAny || a.wl.Priority < w.Priority) {
-				others = append(others, a)
+		} else if enabled(reclaim) && (reclaim == PreemptAny || a.wl.Priority < w.Priority) {
+			others = append(others, a)
+		}
+	}
+	c.ownBuf, c.othersBuf = own, others
+	return own, others
+}
+
+// treeAdmitted lists a tree's admitted workloads that are not being evicted, in candidate order.
+// It is sorted once per cycle: the cycle admits nothing into the snapshot, and the victims it
+// picks leave the list (forget).
+func (c *cycle) treeAdmitted(root int) []*admittedWorkload {
+	if list, ok := c.sortedAdmitted[root]; ok {
+		return list
+	}
+	var list []*admittedWorkload
+	for _, q := range c.s.trees[root] {
+		for _, a := range q.admitted {
+			if !a.evicting {
+				list = append(list, a)
 			}
 		}
 	}
-	sort.Slice(own, func(i, j int) bool { return candidateBefore(own[i], own[j]) })
-	sort.Slice(others, func(i, j int) bool { return candidateBefore(others[i], others[j]) })
-	return own, others
+	sort.Slice(list, func(i, j int) bool { return candidateBefore(list[i], list[j]) })
+	c.sortedAdmitted[root] = list
+	return list
+}
+
+// forget drops a workload the cycle chose as a victim from its tree's candidate list.
+func (c *cycle) forget(a *admittedWorkload) {
+	root := a.cq.node.path[0].id
+	list, ok := c.sortedAdmitted[root]
+	if !ok {
+		return
+	}
+	for i, x := range list {
+		if x == a {
+			c.sortedAdmitted[root] = append(list[:i:i], list[i+1:]...)
+			return
+		}
+	}
 }
 
 func allowedWithin(p PreemptionPolicy, w, v *Workload) bool {
