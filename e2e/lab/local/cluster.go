@@ -17,6 +17,7 @@ import (
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/e2e/lab/kwok"
 	"github.com/fleetq/fleetq/e2e/lab/pki"
+	"github.com/fleetq/fleetq/e2e/lab/process"
 )
 
 // Identities of the lab's clients. The admin and kwok are cluster admins; the controller-manager and
@@ -55,7 +56,7 @@ type cluster struct {
 	// bundle is set on the cluster that generated it; clusters reattached from a state file read
 	// credentials from their kubeconfig instead.
 	bundle *pki.Bundle
-	procs  map[string]*process
+	procs  map[string]*process.Process
 	order  []string
 }
 
@@ -72,11 +73,11 @@ func (c *cluster) path(elem ...string) string {
 }
 
 // proc returns the named process, creating its record on first use.
-func (c *cluster) proc(name string) *process {
+func (c *cluster) proc(name string) *process.Process {
 	if p, ok := c.procs[name]; ok {
 		return p
 	}
-	p := &process{cluster: c.spec.Name, state: lab.ProcessState{Name: name, Log: c.path("logs", name+".log")}}
+	p := &process.Process{Owner: c.spec.Name, State: lab.ProcessState{Name: name, Log: c.path("logs", name+".log")}}
 	c.procs[name] = p
 	c.order = append(c.order, name)
 	return p
@@ -156,27 +157,27 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	for _, name := range []string{lab.KubeControllerManager, lab.KubeScheduler, lab.Kwok} {
 		p := c.proc(name)
-		p.state.Args, p.state.Env = c.args(name)
-		if err := p.start(c.lab.owned); err != nil {
+		p.State.Args, p.State.Env = c.args(name)
+		if err := p.Start(c.lab.owned); err != nil {
 			return err
 		}
 	}
 	c.lab.save()
-	if err := c.proc(lab.Kwok).waitFor(ctx, "nodes Ready", func(ctx context.Context) bool {
+	if err := c.proc(lab.Kwok).WaitFor(ctx, "nodes Ready", func(ctx context.Context) bool {
 		return nodesReady(ctx, cs, c.spec)
 	}); err != nil {
 		return err
 	}
 	c.lab.progress(c.spec.Name, "%d fake nodes Ready (kwok)", len(lab.Nodes(c.spec)))
 	// Pods cannot be created before the default service account exists; tests create them right away.
-	if err := c.proc(lab.KubeControllerManager).waitFor(ctx, "serving (no default service account)", func(ctx context.Context) bool {
+	if err := c.proc(lab.KubeControllerManager).WaitFor(ctx, "serving (no default service account)", func(ctx context.Context) bool {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	}); err != nil {
 		return err
 	}
-	if p := c.proc(lab.KubeScheduler); !p.running() {
-		return p.failure(fmt.Sprintf("%v", p.exitError()))
+	if p := c.proc(lab.KubeScheduler); !p.Running() {
+		return p.Failure(fmt.Sprintf("%v", p.ExitError()))
 	}
 	c.lab.progress(c.spec.Name, "kube-controller-manager, kube-scheduler and kwok running")
 	return nil
@@ -185,14 +186,14 @@ func (c *cluster) start(ctx context.Context) error {
 func (c *cluster) startEtcd(ctx context.Context) error {
 	p := c.proc(lab.Etcd)
 	for attempt := 1; ; attempt++ {
-		p.state.Args, p.state.Env = c.args(lab.Etcd)
-		p.state.Ports = []int{c.etcdPort, c.peerPort}
-		if err := p.start(c.lab.owned); err != nil {
+		p.State.Args, p.State.Env = c.args(lab.Etcd)
+		p.State.Ports = []int{c.etcdPort, c.peerPort}
+		if err := p.Start(c.lab.owned); err != nil {
 			return err
 		}
 		c.lab.save()
 		waitCtx, cancel := context.WithTimeout(ctx, etcdReadyTimeout)
-		err := p.waitFor(waitCtx, "healthy", func(ctx context.Context) bool { return etcdHealthy(ctx, c.etcdPort) })
+		err := p.WaitFor(waitCtx, "healthy", func(ctx context.Context) bool { return etcdHealthy(ctx, c.etcdPort) })
 		cancel()
 		if err == nil || attempt == bindAttempts || !lostPortRace(p) {
 			return err
@@ -206,10 +207,10 @@ func (c *cluster) startEtcd(ctx context.Context) error {
 func (c *cluster) startAPIServer(ctx context.Context) error {
 	p := c.proc(lab.KubeAPIServer)
 	for attempt := 1; ; attempt++ {
-		p.state.Args, p.state.Env = c.args(lab.KubeAPIServer)
-		p.state.Ports = []int{c.apiPort}
+		p.State.Args, p.State.Env = c.args(lab.KubeAPIServer)
+		p.State.Ports = []int{c.apiPort}
 		c.server = fmt.Sprintf("https://127.0.0.1:%d", c.apiPort)
-		if err := p.start(c.lab.owned); err != nil {
+		if err := p.Start(c.lab.owned); err != nil {
 			return err
 		}
 		c.lab.save()
@@ -230,7 +231,7 @@ func (c *cluster) waitAPIReady(ctx context.Context, timeout time.Duration) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return c.proc(lab.KubeAPIServer).waitFor(ctx, "ready (/readyz)", func(ctx context.Context) bool {
+	return c.proc(lab.KubeAPIServer).WaitFor(ctx, "ready (/readyz)", func(ctx context.Context) bool {
 		probeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(probeCtx)
@@ -239,8 +240,8 @@ func (c *cluster) waitAPIReady(ctx context.Context, timeout time.Duration) error
 }
 
 // lostPortRace says whether a process exited because another program bound its port first.
-func lostPortRace(p *process) bool {
-	return !p.running() && strings.Contains(tail(p.state.Log, 30), "address already in use")
+func lostPortRace(p *process.Process) bool {
+	return !p.Running() && strings.Contains(process.Tail(p.State.Log, 30), "address already in use")
 }
 
 func (c *cluster) repick(ports ...*int) error {

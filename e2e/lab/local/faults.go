@@ -16,7 +16,7 @@ import (
 func (c *cluster) StopAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.proc(lab.KubeAPIServer).stop(ctx, stopGrace); err != nil {
+	if err := c.proc(lab.KubeAPIServer).Stop(ctx, stopGrace); err != nil {
 		return err
 	}
 	c.lab.save()
@@ -29,13 +29,13 @@ func (c *cluster) FreezeAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.proc(lab.KubeAPIServer)
-	if !p.running() {
-		return fmt.Errorf("cluster %q: freeze %s: not running", c.spec.Name, p.state.Name)
+	if !p.Running() {
+		return fmt.Errorf("cluster %q: freeze %s: not running", c.spec.Name, p.State.Name)
 	}
-	if err := p.signal(syscall.SIGSTOP); err != nil {
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
-	return poll(ctx, func() bool { return p.frozen() }, fmt.Sprintf("cluster %q: %s did not stop", c.spec.Name, p.state.Name))
+	return poll(ctx, func() bool { return p.Frozen() }, fmt.Sprintf("cluster %q: %s did not stop", c.spec.Name, p.State.Name))
 }
 
 // Resume continues a frozen API server with SIGCONT.
@@ -43,13 +43,13 @@ func (c *cluster) Resume(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.proc(lab.KubeAPIServer)
-	if !p.running() {
-		return fmt.Errorf("cluster %q: resume %s: not running", c.spec.Name, p.state.Name)
+	if !p.Running() {
+		return fmt.Errorf("cluster %q: resume %s: not running", c.spec.Name, p.State.Name)
 	}
-	if err := p.signal(syscall.SIGCONT); err != nil {
+	if err := p.Signal(syscall.SIGCONT); err != nil {
 		return err
 	}
-	return poll(ctx, func() bool { return !p.frozen() }, fmt.Sprintf("cluster %q: %s did not continue", c.spec.Name, p.state.Name))
+	return poll(ctx, func() bool { return !p.Frozen() }, fmt.Sprintf("cluster %q: %s did not continue", c.spec.Name, p.State.Name))
 }
 
 // RestartAPIServer stops the API server if it runs (frozen or not) and starts it again with the same
@@ -58,13 +58,13 @@ func (c *cluster) RestartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.proc(lab.KubeAPIServer)
-	if err := p.stop(ctx, stopGrace); err != nil {
+	if err := p.Stop(ctx, stopGrace); err != nil {
 		return err
 	}
-	if len(p.state.Args) == 0 {
-		return fmt.Errorf("cluster %q: restart %s: no recorded command line", c.spec.Name, p.state.Name)
+	if len(p.State.Args) == 0 {
+		return fmt.Errorf("cluster %q: restart %s: no recorded command line", c.spec.Name, p.State.Name)
 	}
-	if err := p.start(c.lab.owned); err != nil {
+	if err := p.Start(c.lab.owned); err != nil {
 		return err
 	}
 	c.lab.save()
@@ -79,11 +79,11 @@ func (c *cluster) RestartAPIServer(ctx context.Context) error {
 func (c *cluster) check(ctx context.Context) error {
 	for _, name := range c.order {
 		p := c.procs[name]
-		if !p.running() {
-			return fmt.Errorf("cluster %q: %s (pid %d) is not running", c.spec.Name, name, p.state.PID)
+		if !p.Running() {
+			return fmt.Errorf("cluster %q: %s (pid %d) is not running", c.spec.Name, name, p.State.PID)
 		}
-		if p.frozen() {
-			return fmt.Errorf("cluster %q: %s (pid %d) is frozen", c.spec.Name, name, p.state.PID)
+		if p.Frozen() {
+			return fmt.Errorf("cluster %q: %s (pid %d) is frozen", c.spec.Name, name, p.State.PID)
 		}
 	}
 	if err := c.waitAPIReady(ctx, 10*time.Second); err != nil {
@@ -98,7 +98,7 @@ func (c *cluster) stopAll(ctx context.Context) error {
 	defer c.mu.Unlock()
 	var errs []error
 	for i := len(c.order) - 1; i >= 0; i-- {
-		if err := c.procs[c.order[i]].stop(ctx, stopGrace); err != nil {
+		if err := c.procs[c.order[i]].Stop(ctx, stopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -7,115 +7,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/e2e/lab/pki"
+	"github.com/fleetq/fleetq/e2e/lab/process"
 )
-
-func sleeper(t *testing.T) *process {
-	t.Helper()
-	sleep, err := lookPath("sleep")
-	if err != nil {
-		t.Fatalf("no sleep binary: %v", err)
-	}
-	p := &process{cluster: "test", state: lab.ProcessState{Name: "sleep", Args: []string{sleep, "600"}, Log: filepath.Join(t.TempDir(), "sleep.log")}}
-	if err := p.start(true); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { _ = p.stop(context.Background(), time.Second) })
-	return p
-}
-
-func lookPath(name string) (string, error) {
-	for _, dir := range []string{"/bin", "/usr/bin"} {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", os.ErrNotExist
-}
-
-func TestProcessLifecycle(t *testing.T) {
-	ctx := context.Background()
-	p := sleeper(t)
-	if !p.running() || p.state.StartTime == 0 {
-		t.Fatalf("running=%v startTime=%d after start", p.running(), p.state.StartTime)
-	}
-	if pgid, err := syscall.Getpgid(p.state.PID); err != nil || pgid != p.state.PID {
-		t.Errorf("process group = %d (%v), want its own group %d", pgid, err, p.state.PID)
-	}
-
-	// Another process sees the same process through the state alone.
-	if !Running(p.state) {
-		t.Errorf("Running(state) = false for a live process")
-	}
-	reused := p.state
-	reused.StartTime++
-	if Running(reused) {
-		t.Errorf("Running reports a process whose start time differs: a reused pid would be killed")
-	}
-
-	if err := p.signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if err := poll(ctx, p.frozen, "not frozen"); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if err := poll(ctx, func() bool { return !p.frozen() }, "still frozen"); err != nil {
-		t.Fatal(err)
-	}
-
-	// A frozen process still stops: stop continues it before asking it to exit.
-	if err := p.signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	pid := p.state.PID
-	if err := p.stop(ctx, 5*time.Second); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	if p.running() || p.state.PID != 0 {
-		t.Errorf("still running after stop")
-	}
-	if _, ok := readProc(pid); ok {
-		if ps, _ := readProc(pid); ps.code != 'Z' {
-			t.Errorf("pid %d still exists in state %c", pid, ps.code)
-		}
-	}
-	// Stopping twice is harmless.
-	if err := p.stop(ctx, time.Second); err != nil {
-		t.Errorf("second stop: %v", err)
-	}
-}
-
-func TestFailureQuotesLog(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "x.log")
-	var lines []string
-	for i := range 40 {
-		lines = append(lines, "line "+strconv.Itoa(i))
-	}
-	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cluster: "us-east", state: lab.ProcessState{Name: "kube-apiserver", Log: log}}
-	msg := p.failure("exited").Error()
-	for _, want := range []string{`cluster "us-east": kube-apiserver: exited`, log, "line 39", "line 25"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error %q does not contain %q", msg, want)
-		}
-	}
-	if strings.Contains(msg, "line 24\n") {
-		t.Errorf("error quotes more than the last 15 lines:\n%s", msg)
-	}
-}
 
 func TestKubeconfigEmbedsCredentials(t *testing.T) {
 	b, err := pki.NewBundle("us-east", pki.ServingHosts, clients)
@@ -269,7 +168,7 @@ func TestFailedUpLeavesNothingRunning(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("Up succeeded")
 	}
-	if Running(etcd) {
+	if process.Running(etcd) {
 		t.Errorf("etcd (pid %d) still runs after a failed Up", etcd.PID)
 	}
 	// The state file stays, so `down` can find and remove the lab's files.

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/e2e/lab/process"
 )
 
 // ProviderName is the local provider's name in state files and on the command line.
@@ -155,7 +156,7 @@ func (Provider) Open(_ context.Context, state *lab.State) (lab.Lab, error) {
 		c.server, c.kubeconfig = st.Server, st.Kubeconfig
 		for _, ps := range st.Processes {
 			p := c.proc(ps.Name)
-			p.state = ps
+			p.State = ps
 			if len(ps.Args) > 0 && l.binDir == "" {
 				l.binDir = filepath.Dir(ps.Args[0])
 			}
@@ -165,7 +166,7 @@ func (Provider) Open(_ context.Context, state *lab.State) (lab.Lab, error) {
 }
 
 func (l *localLab) newCluster(cs lab.ClusterSpec, role lab.Role) *cluster {
-	c := &cluster{lab: l, spec: cs, role: role, dir: filepath.Join(l.dir, cs.Name), procs: map[string]*process{}}
+	c := &cluster{lab: l, spec: cs, role: role, dir: filepath.Join(l.dir, cs.Name), procs: map[string]*process.Process{}}
 	l.clusters = append(l.clusters, c)
 	return c
 }
@@ -228,7 +229,7 @@ func (l *localLab) save() {
 	for _, c := range l.clusters {
 		cs := lab.ClusterState{Name: c.spec.Name, Server: c.server, Kubeconfig: c.kubeconfig}
 		for _, name := range c.order {
-			cs.Processes = append(cs.Processes, c.procs[name].state)
+			cs.Processes = append(cs.Processes, c.procs[name].State)
 		}
 		l.state.Clusters = append(l.state.Clusters, cs)
 	}
@@ -260,11 +261,4 @@ func neededBinaries(spec lab.Spec) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Running reports whether the process a state file records still runs (and is the same process, not
-// one that reused its pid). Tests use it to prove a stopped lab left nothing behind.
-func Running(ps lab.ProcessState) bool {
-	p := &process{state: ps}
-	return p.running()
 }

@@ -1,4 +1,8 @@
-package local
+// Package process runs the lab's long-lived child processes (control-plane binaries, fleetq's own
+// binaries in tests): each in its own process group with its output appended to a log, optionally tied
+// to the caller's life, and recognisable from a state file by pid and start time so another process can
+// check, signal and stop it safely.
+package process
 
 import (
 	"bytes"
@@ -18,11 +22,13 @@ import (
 	"github.com/fleetq/fleetq/e2e/lab"
 )
 
-// process is one control-plane process: started by us (cmd set, done closes when it exits) or known
-// only from a state file (cmd nil), in which case it is checked and signalled through /proc.
-type process struct {
-	cluster string
-	state   lab.ProcessState
+// Process is one child process: started here (cmd set, done closes when it exits) or known only from a
+// state file (cmd nil), in which case it is checked and signalled through /proc.
+type Process struct {
+	// Owner names what the process belongs to (a cluster) in errors.
+	Owner string
+	// State is the command line, log and identity; Start fills PID and StartTime.
+	State lab.ProcessState
 
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -86,18 +92,18 @@ func startOnLockedThread(cmd *exec.Cmd) error {
 	return <-req.err
 }
 
-// start launches the process in its own process group with stdout and stderr appended to its log.
+// Start launches the process in its own process group with stdout and stderr appended to its log.
 // owned ties it to this process's life.
-func (p *process) start(owned bool) error {
-	logFile, err := os.OpenFile(p.state.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (p *Process) Start(owned bool) error {
+	logFile, err := os.OpenFile(p.State.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("cluster %q: %s: open log: %w", p.cluster, p.state.Name, err)
+		return fmt.Errorf("cluster %q: %s: open log: %w", p.Owner, p.State.Name, err)
 	}
 	defer logFile.Close() // the child holds its own copy of the descriptor
-	fmt.Fprintf(logFile, "\n==== fleetq-lab: starting %s at %s\n", p.state.Name, time.Now().Format(time.RFC3339))
+	fmt.Fprintf(logFile, "\n==== fleetq-lab: starting %s at %s\n", p.State.Name, time.Now().Format(time.RFC3339))
 
-	cmd := exec.Command(p.state.Args[0], p.state.Args[1:]...)
-	cmd.Env = append(os.Environ(), p.state.Env...)
+	cmd := exec.Command(p.State.Args[0], p.State.Args[1:]...)
+	cmd.Env = append(os.Environ(), p.State.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if owned {
@@ -107,14 +113,14 @@ func (p *process) start(owned bool) error {
 		err = cmd.Start()
 	}
 	if err != nil {
-		return fmt.Errorf("cluster %q: start %s (%s): %w", p.cluster, p.state.Name, p.state.Args[0], err)
+		return fmt.Errorf("cluster %q: start %s (%s): %w", p.Owner, p.State.Name, p.State.Args[0], err)
 	}
 	p.cmd = cmd
 	p.done = make(chan struct{})
 	p.waitErr = nil
-	p.state.PID = cmd.Process.Pid
+	p.State.PID = cmd.Process.Pid
 	if ps, ok := readProc(cmd.Process.Pid); ok {
-		p.state.StartTime = ps.startTime
+		p.State.StartTime = ps.startTime
 	}
 	go func(done chan struct{}) {
 		err := cmd.Wait()
@@ -124,9 +130,9 @@ func (p *process) start(owned bool) error {
 	return nil
 }
 
-// running says whether the process still exists (a frozen process counts; a zombie does not).
-func (p *process) running() bool {
-	if p.state.PID == 0 {
+// Running says whether the process still exists (a frozen process counts; a zombie does not).
+func (p *Process) Running() bool {
+	if p.State.PID == 0 {
 		return false
 	}
 	if p.done != nil {
@@ -136,22 +142,22 @@ func (p *process) running() bool {
 		default:
 		}
 	}
-	ps, ok := readProc(p.state.PID)
+	ps, ok := readProc(p.State.PID)
 	if !ok || ps.code == 'Z' || ps.code == 'X' {
 		return false
 	}
 	// A different start time means the pid now belongs to an unrelated process.
-	return p.state.StartTime == 0 || ps.startTime == p.state.StartTime
+	return p.State.StartTime == 0 || ps.startTime == p.State.StartTime
 }
 
-// frozen says whether the process is stopped by a signal.
-func (p *process) frozen() bool {
-	ps, ok := readProc(p.state.PID)
-	return ok && p.running() && ps.code == 'T'
+// Frozen says whether the process is stopped by a signal.
+func (p *Process) Frozen() bool {
+	ps, ok := readProc(p.State.PID)
+	return ok && p.Running() && ps.code == 'T'
 }
 
-// exitError describes why a process we started has exited.
-func (p *process) exitError() error {
+// ExitError describes why a process we started has exited.
+func (p *Process) ExitError() error {
 	if p.done == nil {
 		return errors.New("not running")
 	}
@@ -166,51 +172,51 @@ func (p *process) exitError() error {
 	}
 }
 
-// signal sends sig to the process's group, after checking the pid is still ours.
-func (p *process) signal(sig syscall.Signal) error {
-	if !p.running() {
+// Signal sends sig to the process's group, after checking the pid is still ours.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if !p.Running() {
 		return nil
 	}
-	if err := syscall.Kill(-p.state.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("cluster %q: %s (pid %d): send %v: %w", p.cluster, p.state.Name, p.state.PID, sig, err)
+	if err := syscall.Kill(-p.State.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cluster %q: %s (pid %d): send %v: %w", p.Owner, p.State.Name, p.State.PID, sig, err)
 	}
 	return nil
 }
 
-// stop asks the process to exit (SIGTERM), waits up to grace, then kills its whole group and waits
+// Stop asks the process to exit (SIGTERM), waits up to grace, then kills its whole group and waits
 // until it is gone.
-func (p *process) stop(ctx context.Context, grace time.Duration) error {
-	if !p.running() {
-		p.state.PID = 0
+func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
+	if !p.Running() {
+		p.State.PID = 0
 		return nil
 	}
 	// A frozen process keeps SIGTERM pending until it runs again.
-	if err := p.signal(syscall.SIGCONT); err != nil {
+	if err := p.Signal(syscall.SIGCONT); err != nil {
 		return err
 	}
-	if err := p.signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
 	if !p.waitGone(ctx, grace) {
-		if err := p.signal(syscall.SIGKILL); err != nil {
+		if err := p.Signal(syscall.SIGKILL); err != nil {
 			return err
 		}
 		if !p.waitGone(ctx, 30*time.Second) {
-			return fmt.Errorf("cluster %q: %s (pid %d) still runs after SIGKILL", p.cluster, p.state.Name, p.state.PID)
+			return fmt.Errorf("cluster %q: %s (pid %d) still runs after SIGKILL", p.Owner, p.State.Name, p.State.PID)
 		}
 	}
 	// The group may hold children of the process; they go with it.
-	_ = syscall.Kill(-p.state.PID, syscall.SIGKILL)
-	p.state.PID = 0
+	_ = syscall.Kill(-p.State.PID, syscall.SIGKILL)
+	p.State.PID = 0
 	return nil
 }
 
-func (p *process) waitGone(ctx context.Context, timeout time.Duration) bool {
+func (p *Process) waitGone(ctx context.Context, timeout time.Duration) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for p.running() {
+	for p.Running() {
 		select {
 		case <-ctx.Done():
 			return false
@@ -222,41 +228,41 @@ func (p *process) waitGone(ctx context.Context, timeout time.Duration) bool {
 	return true
 }
 
-// waitFor polls cond until it holds, the process exits, or ctx ends; failures name the process and
+// WaitFor polls cond until it holds, the process exits, or ctx ends; failures name the process and
 // carry the tail of its log.
-func (p *process) waitFor(ctx context.Context, what string, cond func(context.Context) bool) error {
+func (p *Process) WaitFor(ctx context.Context, what string, cond func(context.Context) bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if cond(ctx) {
 			return nil
 		}
-		if !p.running() {
-			reason := p.exitError()
+		if !p.Running() {
+			reason := p.ExitError()
 			if reason == nil {
 				reason = errors.New("is gone")
 			}
-			return p.failure(fmt.Sprintf("%v before %s", reason, what))
+			return p.Failure(fmt.Sprintf("%v before %s", reason, what))
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
 				// Called off, not failed: the log holds nothing worth quoting.
-				return fmt.Errorf("cluster %q: %s: not %s: %w", p.cluster, p.state.Name, what, ctx.Err())
+				return fmt.Errorf("cluster %q: %s: not %s: %w", p.Owner, p.State.Name, what, ctx.Err())
 			}
-			return p.failure(fmt.Sprintf("not %s within the time allowed", what))
+			return p.Failure(fmt.Sprintf("not %s within the time allowed", what))
 		case <-tick.C:
 		}
 	}
 }
 
-// failure builds an error naming the cluster and process, with the last lines of its log.
-func (p *process) failure(msg string) error {
-	return fmt.Errorf("cluster %q: %s: %s; last lines of %s:\n%s", p.cluster, p.state.Name, msg, p.state.Log, tail(p.state.Log, 15))
+// Failure builds an error naming the cluster and process, with the last lines of its log.
+func (p *Process) Failure(msg string) error {
+	return fmt.Errorf("cluster %q: %s: %s; last lines of %s:\n%s", p.Owner, p.State.Name, msg, p.State.Log, Tail(p.State.Log, 15))
 }
 
-// tail returns the last n lines of a file, indented, for error messages.
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file, indented, for error messages.
+func Tail(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return "    (no log: " + err.Error() + ")"
@@ -272,4 +278,11 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "    " + strings.Join(lines, "\n    ")
+}
+
+// Running reports whether the process a state file records still runs (and is the same process, not
+// one that reused its pid). Tests use it to prove a stopped lab left nothing behind.
+func Running(ps lab.ProcessState) bool {
+	p := &Process{State: ps}
+	return p.Running()
 }
