@@ -130,6 +130,10 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// strict makes the API server reject unknown fields, as kubectl does by default (--validate=strict),
+// instead of pruning them silently.
+var strict = client.FieldValidation("Strict")
+
 // decodeManifests splits a multi-document YAML manifest into objects, exactly as kubectl reads them.
 func decodeManifests(t *testing.T, raw []byte) []*unstructured.Unstructured {
 	t.Helper()

@@ -35,7 +35,7 @@ func TestTutorialManifestsAreAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, obj := range decodeManifests(t, raw) {
-			if err := k8sClient.Patch(ctx(t), obj, client.Apply, client.FieldOwner("tutorial"), client.ForceOwnership); err != nil {
+			if err := k8sClient.Patch(ctx(t), obj, client.Apply, client.FieldOwner("tutorial"), client.ForceOwnership, strict); err != nil {
 				t.Errorf("%s: apply %s %q: %v", file, obj.GetKind(), obj.GetName(), err)
 			}
 		}
@@ -46,7 +46,7 @@ func TestTutorialManifestsAreAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cq := decodeManifests(t, []byte("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: inference-cq\n"))[0]
-	if err := k8sClient.Patch(ctx(t), cq, client.RawPatch(types.MergePatchType, yamlToJSON(t, patch))); err != nil {
+	if err := k8sClient.Patch(ctx(t), cq, client.RawPatch(types.MergePatchType, yamlToJSON(t, patch)), strict); err != nil {
 		t.Errorf("kubectl patch clusterqueue inference-cq --type=merge: %v", err)
 	}
 

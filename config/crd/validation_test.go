@@ -216,6 +216,21 @@ func TestInvalidManifestsAreRejected(t *testing.T) {
 			want:     []string{`spec.resourceGroups: Forbidden: borrowingLimit is set but the Cohort has no parent to borrow from; set spec.parentName, or remove borrowingLimit`},
 		},
 
+		"cohort: lendingLimit without a parent": {
+			manifest: strings.NewReplacer("kind: ClusterQueue", "kind: Cohort", "  cohortName: team\n", "", "nominalQuota: 4}", "nominalQuota: 4, lendingLimit: 2}").Replace(goodClusterQueue),
+			want:     []string{`spec.resourceGroups: Forbidden: lendingLimit is set but the Cohort has no parent to lend to; set spec.parentName, or remove lendingLimit`},
+		},
+		"cohort: resource covered by two resource groups": {
+			manifest: strings.NewReplacer("kind: ClusterQueue", "kind: Cohort", "  cohortName: team\n", "").Replace(goodClusterQueue) + `
+  - coveredResources: [cpu]
+    flavors:
+    - name: other
+      resources:
+      - {name: cpu, nominalQuota: 1}
+`,
+			want: []string{`spec.resourceGroups: Invalid value: a resource is covered more than once; list each resource once, in the coveredResources of a single resource group`},
+		},
+
 		// LocalQueue.
 		"localqueue: clusterQueue is not a DNS subdomain": {
 			manifest: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: lq}\nspec: {clusterQueue: Research_CQ}\n",
@@ -255,6 +270,20 @@ func TestInvalidManifestsAreRejected(t *testing.T) {
 		"resourceflavor: topologyName without nodeLabels": {
 			manifest: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: rf}\nspec: {topologyName: datacenter}\n",
 			want:     []string{`spec.nodeLabels: Required value: at least one node label is required when topologyName is set; add the labels that select the topology's nodes`},
+		},
+
+		"resourceflavor: topology flavor changed": {
+			before:   []string{"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: rf}\nspec: {topologyName: datacenter, nodeLabels: {pool: a}}\n"},
+			manifest: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: rf}\nspec: {topologyName: datacenter, nodeLabels: {pool: b}}\n",
+			want:     []string{`spec: Invalid value: is immutable once topologyName is set; create a new ResourceFlavor instead`},
+		},
+		"resourceflavor: unknown toleration operator": {
+			manifest: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: rf}\nspec:\n  tolerations:\n  - {key: spot, operator: In, value: \"true\"}\n",
+			want:     []string{`spec.tolerations[0].operator: Invalid value: must be Equal (the default) or Exists`},
+		},
+		"resourceflavor: unknown toleration effect": {
+			manifest: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: rf}\nspec:\n  tolerations:\n  - {key: spot, operator: Exists, effect: NoRun}\n",
+			want:     []string{`spec.tolerations[0].effect: Invalid value: must be NoSchedule, PreferNoSchedule, NoExecute or empty (all effects)`},
 		},
 
 		// Workload.
@@ -344,6 +373,55 @@ func TestInvalidManifestsAreRejected(t *testing.T) {
 			want:     []string{`status.nominatedClusterNames: Invalid value: must be empty when clusterName is set; clear nominatedClusterNames when assigning the cluster`},
 		},
 
+		"workload: priorityClassRef kind does not match the kueue group": {
+			manifest: goodWorkload + "  priority: 100\n  priorityClassRef: {group: kueue.x-k8s.io, kind: PriorityClass, name: high}\n",
+			want:     []string{`spec.priorityClassRef.kind: Invalid value: must be WorkloadPriorityClass when group is kueue.x-k8s.io`},
+		},
+		"workload: init container requests the reserved pods resource": {
+			manifest: strings.Replace(goodWorkload, "        containers:\n", "        initContainers:\n        - {name: setup, image: busybox, resources: {limits: {pods: 1}}}\n        containers:\n", 1),
+			want:     []string{`spec.podSets[0].template.spec.initContainers: Invalid value: a container uses the resource name pods, which is reserved for Kueue internal accounting; remove it from the requests and limits of initContainers`},
+		},
+		"workload: pod-level request of the reserved pods resource": {
+			manifest: strings.Replace(goodWorkload, "        restartPolicy: Never\n", "        restartPolicy: Never\n        resources: {requests: {pods: 1}}\n", 1),
+			want:     []string{`spec.podSets[0].template.spec.resources: Invalid value: the resource name pods is reserved for Kueue internal accounting; remove it from pod-level requests and limits`},
+		},
+		"workload: topology slice without a value per level": {
+			before:   []string{goodWorkload},
+			manifest: goodWorkload + strings.Replace(reservedStatus, "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n", "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n"+topology("[rack, host]", "[{universalValue: r1}]", "universalPodCount: 2"), 1),
+			status:   true,
+			want:     []string{`status.admission.podSetAssignments[0].topologyAssignment.slices: Invalid value: each slice needs one valuesPerLevel entry per level`},
+		},
+		"workload: topology slice with podCounts and universalPodCount": {
+			before:   []string{goodWorkload},
+			manifest: goodWorkload + strings.Replace(reservedStatus, "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n", "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n"+topology("[host]", "[{universalValue: h1}]", "podCounts: [2], universalPodCount: 2"), 1),
+			status:   true,
+			want:     []string{`status.admission.podSetAssignments[0].topologyAssignment.slices[0]: Invalid value: set exactly one of podCounts or universalPodCount`},
+		},
+		"workload: topology podCounts not one per domain": {
+			before:   []string{goodWorkload},
+			manifest: goodWorkload + strings.Replace(reservedStatus, "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n", "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n"+topology("[host]", "[{universalValue: h1}]", "podCounts: [1, 1]"), 1),
+			status:   true,
+			want:     []string{`status.admission.podSetAssignments[0].topologyAssignment.slices[0].podCounts: Invalid value: must have domainCount entries`},
+		},
+		"workload: topology roots not one per domain": {
+			before:   []string{goodWorkload},
+			manifest: goodWorkload + strings.Replace(reservedStatus, "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n", "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n"+topology("[host]", "[{roots: [h1, h2]}]", "universalPodCount: 2"), 1),
+			status:   true,
+			want:     []string{`status.admission.podSetAssignments[0].topologyAssignment.slices[0].valuesPerLevel: Invalid value: roots, when set, must have domainCount entries`},
+		},
+		"workload: topology universalValue with a prefix": {
+			before:   []string{goodWorkload},
+			manifest: goodWorkload + strings.Replace(reservedStatus, "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n", "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n"+topology("[host]", "[{universalValue: h1, prefix: node-}]", "universalPodCount: 2"), 1),
+			status:   true,
+			want:     []string{`status.admission.podSetAssignments[0].topologyAssignment.slices[0].valuesPerLevel[0]: Invalid value: universalValue cannot be combined with prefix or suffix`},
+		},
+		"workload: topology level with roots and universalValue": {
+			before:   []string{goodWorkload},
+			manifest: goodWorkload + strings.Replace(reservedStatus, "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n", "      resourceUsage: {cpu: \"2\", memory: 1Gi}\n"+topology("[host]", "[{universalValue: h1, roots: [h1]}]", "universalPodCount: 2"), 1),
+			status:   true,
+			want:     []string{`status.admission.podSetAssignments[0].topologyAssignment.slices[0].valuesPerLevel[0]: Invalid value: set exactly one of roots or universalValue`},
+		},
+
 		// MultiKueue.
 		"multikueueconfig: no clusters": {
 			manifest: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueConfig\nmetadata: {name: mkconf}\nspec: {clusters: []}\n",
@@ -429,14 +507,14 @@ func send(t *testing.T, ns, manifest string, status bool, existing map[string]*u
 	switch {
 	case update && status:
 		obj.SetResourceVersion(old.GetResourceVersion())
-		err = k8sClient.Status().Update(ctx(t), obj)
+		err = k8sClient.Status().Update(ctx(t), obj, strict)
 	case update:
 		obj.SetResourceVersion(old.GetResourceVersion())
-		err = k8sClient.Update(ctx(t), obj)
+		err = k8sClient.Update(ctx(t), obj, strict)
 	case status:
 		t.Fatalf("%s: a status change needs the object to exist first", key)
 	default:
-		err = k8sClient.Create(ctx(t), obj)
+		err = k8sClient.Create(ctx(t), obj, strict)
 		if err == nil {
 			deleteOnCleanup(t, obj)
 		}
@@ -453,13 +531,13 @@ func createWithStatus(t *testing.T, ns string, obj *unstructured.Unstructured) *
 	t.Helper()
 	setNamespace(t, ns, obj)
 	status, hasStatus := obj.Object["status"]
-	if err := k8sClient.Create(ctx(t), obj); err != nil {
+	if err := k8sClient.Create(ctx(t), obj, strict); err != nil {
 		t.Fatalf("create %s %q: %v", obj.GetKind(), obj.GetName(), err)
 	}
 	deleteOnCleanup(t, obj)
 	if hasStatus {
 		obj.Object["status"] = status
-		if err := k8sClient.Status().Update(ctx(t), obj); err != nil {
+		if err := k8sClient.Status().Update(ctx(t), obj, strict); err != nil {
 			t.Fatalf("write status of %s %q: %v", obj.GetKind(), obj.GetName(), err)
 		}
 	}
@@ -492,6 +570,11 @@ func deleteOnCleanup(t *testing.T, obj *unstructured.Unstructured) {
 			t.Errorf("delete %s %s: %v", gvk.Kind, key, err)
 		}
 	})
+}
+
+// topology is a topologyAssignment of one slice of one domain, indented for a podSetAssignment.
+func topology(levels, valuesPerLevel, counts string) string {
+	return fmt.Sprintf("      topologyAssignment:\n        levels: %s\n        slices:\n        - {domainCount: 1, valuesPerLevel: %s, %s}\n", levels, valuesPerLevel, counts)
 }
 
 func taints(n int) string {
