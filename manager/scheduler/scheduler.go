@@ -1,0 +1,327 @@
+// Package scheduler runs the manager's admission loop. One cycle, top to bottom:
+//
+//  1. Wait until something may have changed what fits (a workload queued, quota freed, a queue
+//     or flavor edited) — the queues signal it — or the safety tick fires.
+//  2. Under the cache and queue locks, hand the engine one consistent snapshot and the pending
+//     heaps (engine.Run); record every admission it decides in the cache at once ("assume"), so
+//     the next cycle never admits the same quota twice while the API write is in flight.
+//  3. Outside the locks, write the decisions through the shared rate-limited client: admit
+//     (one status patch: admission, QuotaReserved, Admitted or pending admission checks),
+//     preempt (victims get Evicted and Preempted), pending (a condition, only when its message
+//     changed). Every patch carries the resourceVersion it was computed from; on a conflict or
+//     any error the assumption is dropped and the workload queues again.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/internal/engine"
+	enginequeue "github.com/fleetq/fleetq/internal/engine/queue"
+	"github.com/fleetq/fleetq/internal/workload"
+	"github.com/fleetq/fleetq/manager/cache"
+	"github.com/fleetq/fleetq/manager/queue"
+)
+
+// Reasons of the conditions the scheduler writes.
+const (
+	ReasonQuotaReserved = "QuotaReserved"
+	ReasonAdmitted      = "Admitted"
+	ReasonPending       = "Pending"
+)
+
+// Scheduler is the admission loop; it runs only on the elected leader.
+type Scheduler struct {
+	Client   client.Client
+	Cache    *cache.Cache
+	Queues   *queue.Queues
+	Clock    clock.PassiveClock
+	Recorder events.EventRecorder
+	Log      logr.Logger
+	Options  engine.Options
+	// Workers bounds the API writes in flight at once.
+	Workers int
+	// Tick re-runs a cycle even without a signal, as a safety net.
+	Tick time.Duration
+}
+
+// NeedLeaderElection makes the loop run only on the leader.
+func (s *Scheduler) NeedLeaderElection() bool { return true }
+
+// Start runs cycles until ctx ends.
+func (s *Scheduler) Start(ctx context.Context) error {
+	if s.Workers <= 0 {
+		s.Workers = 8
+	}
+	if s.Tick <= 0 {
+		s.Tick = 10 * time.Second
+	}
+	ticker := time.NewTicker(s.Tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.Queues.Signal():
+		case <-ticker.C:
+		}
+		s.Cycle(ctx)
+	}
+}
+
+// Cycle runs one admission cycle and writes its decisions; it returns them for tests and metrics.
+func (s *Scheduler) Cycle(ctx context.Context) []engine.Decision {
+	var decisions []engine.Decision
+	admitted := map[string]*engine.Workload{}
+	s.Cache.WithSnapshot(func(snap *engine.Snapshot) {
+		s.Queues.WithLocked(func(m *enginequeue.Manager) {
+			rec := &recordingQueues{Manager: m, popped: map[string]*engine.Workload{}}
+			decisions = engine.Run(snap, rec, s.Options)
+			for i := range decisions {
+				d := &decisions[i]
+				if d.Kind != engine.Admit {
+					continue
+				}
+				wl := rec.popped[d.Workload]
+				wl.Admission = d.Admission
+				wl.AdmittedAt = s.Clock.Now().UnixNano()
+				admitted[d.Workload] = wl
+			}
+		})
+	})
+	// Assume after the cycle, still before any write: the cache takes its own lock.
+	for key, wl := range admitted {
+		lq := s.Queues.LocalQueueOf(key)
+		if s.Cache.HoldsQuota(key) {
+			// A stale copy of an admitted workload was queued again; never admit twice.
+			delete(admitted, key)
+			continue
+		}
+		if err := s.Cache.Assume(*wl, lq, len(s.Cache.RouteChecks(wl.ClusterQueue)) == 0); err != nil {
+			s.Log.Error(err, "Assuming an admission", "workload", key)
+		}
+		s.Queues.Delete(key)
+	}
+	s.apply(ctx, decisions, admitted)
+	return decisions
+}
+
+// recordingQueues remembers the workloads a cycle popped, to assume the admitted ones.
+type recordingQueues struct {
+	*enginequeue.Manager
+	popped map[string]*engine.Workload
+}
+
+func (r *recordingQueues) Pop(cq string) *engine.Workload {
+	w := r.Manager.Pop(cq)
+	if w != nil {
+		r.popped[w.Key] = w
+	}
+	return w
+}
+
+func (s *Scheduler) apply(ctx context.Context, decisions []engine.Decision, admitted map[string]*engine.Workload) {
+	work := make(chan func(), len(decisions))
+	for i := range decisions {
+		d := decisions[i]
+		switch d.Kind {
+		case engine.Admit:
+			if wl, ok := admitted[d.Workload]; ok {
+				work <- func() { s.admit(ctx, d, wl) }
+			}
+		case engine.Preempt:
+			work <- func() { s.preempt(ctx, d) }
+		case engine.Pending:
+			work <- func() { s.pending(ctx, d.Workload, d.Reason, d.Message) }
+		}
+	}
+	close(work)
+	var wg sync.WaitGroup
+	for range min(s.Workers, len(decisions)) {
+		wg.Go(func() {
+			for f := range work {
+				f()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (s *Scheduler) admit(ctx context.Context, d engine.Decision, ewl *engine.Workload) {
+	log := s.Log.WithValues("workload", d.Workload, "clusterQueue", d.ClusterQueue)
+	err := s.writeAdmission(ctx, d)
+	if err == nil {
+		log.V(2).Info("Admitted", "borrows", d.Borrows)
+		return
+	}
+	// Drop the assumption and queue the workload again; the next cycle decides afresh.
+	s.Queues.Wake(s.Cache.Release(d.Workload)...)
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	log.V(1).Info("Admission not written; requeueing", "error", err.Error())
+	ewl.Admission = nil
+	s.Queues.Add(ewl, s.Queues.LocalQueueOf(d.Workload), time.Time{})
+}
+
+func (s *Scheduler) writeAdmission(ctx context.Context, d engine.Decision) error {
+	wl := &kueue.Workload{}
+	if err := s.Client.Get(ctx, workload.SplitKey(d.Workload), wl); err != nil {
+		return err
+	}
+	if workload.HasQuotaReservation(wl) || workload.IsFinished(wl) || !workload.IsActive(wl) {
+		return fmt.Errorf("workload %s changed since it was queued", d.Workload)
+	}
+	orig := wl.DeepCopy()
+	now := s.Clock.Now()
+	wl.Status.Admission = cache.Admission(d.Admission)
+	checks := s.Cache.RouteChecks(d.ClusterQueue)
+	msg := fmt.Sprintf("Quota reserved in ClusterQueue %s", d.ClusterQueue)
+	if d.Borrows {
+		msg += ", borrowing from its cohort"
+	}
+	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionTrue, ReasonQuotaReserved, msg, now)
+	// A fresh reservation ends the previous eviction.
+	if workload.IsEvicted(wl) {
+		workload.SetCondition(wl, kueue.WorkloadEvicted, metav1.ConditionFalse, ReasonQuotaReserved, "Previously evicted workload got quota again", now)
+	}
+	if len(checks) == 0 {
+		workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, ReasonAdmitted, "The workload is admitted", now)
+	} else {
+		for _, name := range checks {
+			setCheckState(wl, name, kueue.CheckStatePending, "", now)
+		}
+	}
+	if err := s.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching workload %s: %w", d.Workload, err)
+	}
+	if s.Recorder != nil {
+		s.Recorder.Eventf(wl, nil, "Normal", ReasonQuotaReserved, "Admit", "%s; %s", msg, admissionSummary(d.Admission))
+	}
+	return nil
+}
+
+func (s *Scheduler) preempt(ctx context.Context, d engine.Decision) {
+	for _, v := range d.Victims {
+		if err := s.evict(ctx, d.Workload, v); err != nil {
+			s.Log.V(1).Info("Preemption not written", "victim", v.Key, "preemptor", d.Workload, "error", err.Error())
+			continue
+		}
+		s.Cache.SetEvicting(v.Key)
+	}
+	s.pending(ctx, d.Workload, ReasonPending, fmt.Sprintf("Preempting %d workload(s) to free quota: %s", len(d.Victims), victimNames(d.Victims)))
+}
+
+func (s *Scheduler) evict(ctx context.Context, preemptor string, v engine.Victim) error {
+	wl := &kueue.Workload{}
+	if err := s.Client.Get(ctx, workload.SplitKey(v.Key), wl); err != nil {
+		return err
+	}
+	if !workload.HasQuotaReservation(wl) || workload.IsEvicted(wl) {
+		return nil
+	}
+	orig := wl.DeepCopy()
+	now := s.Clock.Now()
+	msg := fmt.Sprintf("Preempted to accommodate workload %s: %s", preemptor, v.Message)
+	workload.SetCondition(wl, kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, msg, now)
+	workload.SetCondition(wl, kueue.WorkloadPreempted, metav1.ConditionTrue, string(v.Reason), msg, now)
+	if err := s.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching workload %s: %w", v.Key, err)
+	}
+	if s.Recorder != nil {
+		s.Recorder.Eventf(wl, nil, "Normal", "Preempted", "Preempt", "%s", msg)
+	}
+	return nil
+}
+
+// pending records why a workload waits, writing only when the message changed.
+func (s *Scheduler) pending(ctx context.Context, key string, reason engine.PendingReason, message string) {
+	if err := SetPending(ctx, s.Client, s.Clock, key, string(reasonFor(reason)), message); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		s.Log.V(1).Info("Pending condition not written", "workload", key, "error", err.Error())
+	}
+}
+
+func reasonFor(r engine.PendingReason) string {
+	switch r {
+	case engine.ClusterQueueInactive, engine.ClusterQueueNotFound:
+		return kueue.WorkloadInadmissible
+	default:
+		return ReasonPending
+	}
+}
+
+// SetPending sets QuotaReserved False with the reason and message on a workload that holds no
+// quota, unless it already says exactly that; the workloads controller uses it too.
+func SetPending(ctx context.Context, c client.Client, clk clock.PassiveClock, key, reason, message string) error {
+	wl := &kueue.Workload{}
+	if err := c.Get(ctx, workload.SplitKey(key), wl); err != nil {
+		return err
+	}
+	if workload.HasQuotaReservation(wl) || workload.IsFinished(wl) {
+		return nil
+	}
+	orig := wl.DeepCopy()
+	if !workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, reason, message, clk.Now()) {
+		return nil
+	}
+	return c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+func setCheckState(wl *kueue.Workload, name kueue.AdmissionCheckReference, state kueue.CheckState, msg string, now time.Time) {
+	for i := range wl.Status.AdmissionChecks {
+		if wl.Status.AdmissionChecks[i].Name == name {
+			if wl.Status.AdmissionChecks[i].State != state {
+				wl.Status.AdmissionChecks[i].State = state
+				wl.Status.AdmissionChecks[i].LastTransitionTime = metav1.NewTime(now)
+			}
+			wl.Status.AdmissionChecks[i].Message = msg
+			return
+		}
+	}
+	wl.Status.AdmissionChecks = append(wl.Status.AdmissionChecks, kueue.AdmissionCheckState{
+		Name: name, State: state, Message: msg, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+func admissionSummary(a *engine.Admission) string {
+	out := ""
+	for _, ps := range a.PodSets {
+		if out != "" {
+			out += "; "
+		}
+		out += fmt.Sprintf("pod set %s:", ps.Name)
+		resources := make([]string, 0, len(ps.Flavors))
+		for r := range ps.Flavors {
+			resources = append(resources, string(r))
+		}
+		sort.Strings(resources)
+		for _, name := range resources {
+			r := corev1.ResourceName(name)
+			out += fmt.Sprintf(" %s=%s in %s", r, engine.FormatAmount(r, ps.Usage[r]), ps.Flavors[r])
+		}
+	}
+	return out
+}
+
+func victimNames(vs []engine.Victim) string {
+	out := ""
+	for i, v := range vs {
+		if i > 0 {
+			out += ", "
+		}
+		out += v.Key
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+// Package setup wires fleetq-manager from its configuration: one controller-runtime manager
+// with a shared client rate limiter, the cache and queues, the scheduler, the controllers that
+// feed them, the Job integration, the webhooks with their self-managed certificate, and leader
+// election. cmd/fleetq-manager and the integration tests both start the manager through it.
+package setup
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/engine"
+	"github.com/fleetq/fleetq/manager/cache"
+	"github.com/fleetq/fleetq/manager/certs"
+	"github.com/fleetq/fleetq/manager/jobs"
+	"github.com/fleetq/fleetq/manager/queue"
+	"github.com/fleetq/fleetq/manager/quota"
+	"github.com/fleetq/fleetq/manager/scheduler"
+	"github.com/fleetq/fleetq/manager/webhooks"
+	"github.com/fleetq/fleetq/manager/workloads"
+)
+
+// FieldManager is the name fleetq-manager writes with.
+const FieldManager = "fleetq-manager"
+
+// Scheme returns the types the manager reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
+	return s
+}
+
+// Options are what a caller provides besides the configuration file.
+type Options struct {
+	Config     *config.Configuration
+	RestConfig *rest.Config
+	Log        logr.Logger
+	// Clock defaults to the real clock; tests inject a fake one.
+	Clock clock.WithTickerAndDelayedExecution
+	// Identity distinguishes replicas in leader election; defaults to the host name.
+	Identity string
+}
+
+// Manager is a wired, not yet started, fleetq-manager.
+type Manager struct {
+	manager.Manager
+	Cache     *cache.Cache
+	Queues    *queue.Queues
+	Scheduler *scheduler.Scheduler
+	certs     *certs.Manager
+}
+
+// New wires the manager. It does not contact the API server until Start.
+func New(opts Options) (*Manager, error) {
+	cfg := opts.Config
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	restCfg := rest.CopyConfig(opts.RestConfig)
+	// One limiter shared by every client built from this config: the manager's QPS is what the
+	// configuration says, whatever the number of kinds it touches.
+	restCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(*cfg.ClientConnection.QPS, int(*cfg.ClientConnection.Burst))
+	restCfg.UserAgent = FieldManager
+
+	webhookHost, webhookPort := cfg.Webhook.Host, int(*cfg.Webhook.Port)
+	certDir := cfg.Webhook.CertDir
+	if certDir == "" {
+		dir, err := os.MkdirTemp("", "fleetq-webhook-certs-")
+		if err != nil {
+			return nil, fmt.Errorf("webhook cert dir: %w", err)
+		}
+		certDir = dir
+	}
+	scheme := Scheme()
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        opts.Log,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
+		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		LeaderElection:                *cfg.LeaderElection.Enabled,
+		LeaderElectionID:              cfg.LeaderElection.LeaseName,
+		LeaderElectionNamespace:       cfg.Namespace,
+		LeaseDuration:                 &cfg.LeaderElection.LeaseDuration.Duration,
+		RenewDeadline:                 &cfg.LeaderElection.RenewDeadline.Duration,
+		RetryPeriod:                   &cfg.LeaderElection.RetryPeriod.Duration,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
+		Client:                        client.Options{FieldOwner: FieldManager},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	direct, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	m := &Manager{Manager: mgr, Cache: cache.New(), Queues: queue.New(opts.Clock)}
+	m.certs = &certs.Manager{Client: direct, Config: cfg, CertDir: certDir, Clock: opts.Clock, Log: opts.Log.WithName("certs")}
+	if err := m.wire(opts); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) wire(opts Options) error {
+	cfg, log, clk := opts.Config, opts.Log, opts.Clock
+	ctx := context.Background()
+	trigger := quota.NewTrigger(250 * time.Millisecond)
+	m.Cache.OnChange = trigger.Changed
+	m.Queues.OnChange = trigger.Changed
+	requeue := make(chan event.TypedGenericEvent[*kueue.Workload], 1024)
+
+	var opt engine.Options
+	if cfg.FairSharing.Enable {
+		fs := &engine.FairSharingOptions{}
+		for _, s := range cfg.FairSharing.PreemptionStrategies {
+			fs.Strategies = append(fs.Strategies, engine.FairSharingStrategy(s))
+		}
+		opt.FairSharing = fs
+	}
+	m.Scheduler = &scheduler.Scheduler{
+		Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk,
+		Recorder: m.GetEventRecorder("fleetq-scheduler"), Log: log.WithName("scheduler"), Options: opt,
+	}
+	if err := workloads.SetupIndexes(ctx, m); err != nil {
+		return fmt.Errorf("workload index: %w", err)
+	}
+	if err := jobs.SetupIndexes(ctx, m); err != nil {
+		return fmt.Errorf("job index: %w", err)
+	}
+	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&workloads.Reconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("workloads"), Requeue: requeue},
+		&quota.ClusterQueueReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("clusterqueues"), Trigger: trigger, FairSharing: cfg.FairSharing.Enable, Workloads: requeue},
+		&quota.LocalQueueReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("localqueues"), Trigger: trigger, Workloads: requeue},
+		&quota.FlavorReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger},
+		&quota.CohortReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger, FairSharing: cfg.FairSharing.Enable},
+		&jobs.Reconciler{Client: m.GetClient(), Clock: clk, Recorder: m.GetEventRecorder("fleetq-job-controller"), Log: log.WithName("jobs"), Config: cfg},
+	}
+	for _, s := range setups {
+		if err := s.SetupWithManager(m); err != nil {
+			return fmt.Errorf("setting up controller %T: %w", s, err)
+		}
+	}
+	for _, r := range []manager.Runnable{trigger, m.Scheduler, m.certs} {
+		if err := m.Add(r); err != nil {
+			return err
+		}
+	}
+	return m.setupWebhooks(cfg)
+}
+
+func (m *Manager) setupWebhooks(cfg *config.Configuration) error {
+	jobHook := &jobs.Webhook{Client: m.GetClient(), APIReader: m.GetAPIReader(), Config: cfg}
+	if err := ctrl.NewWebhookManagedBy(m, &batchv1.Job{}).WithDefaulter(jobHook).WithValidator(jobHook).Complete(); err != nil {
+		return fmt.Errorf("job webhook: %w", err)
+	}
+	cqHook := &webhooks.ClusterQueueWebhook{Client: m.GetClient()}
+	if err := ctrl.NewWebhookManagedBy(m, &kueue.ClusterQueue{}).WithDefaulter(cqHook).WithValidator(cqHook).Complete(); err != nil {
+		return fmt.Errorf("clusterqueue webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(m, &kueue.Cohort{}).WithValidator(&webhooks.CohortWebhook{Client: m.GetClient()}).Complete(); err != nil {
+		return fmt.Errorf("cohort webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(m, &kueue.ResourceFlavor{}).WithValidator(&webhooks.ResourceFlavorWebhook{}).Complete(); err != nil {
+		return fmt.Errorf("resourceflavor webhook: %w", err)
+	}
+	if err := m.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return m.AddReadyzCheck("webhook", m.GetWebhookServer().StartedChecker())
+}
+
+// Start writes the webhook certificate and configurations, then runs everything until ctx ends.
+func (m *Manager) Start(ctx context.Context) error {
+	if _, err := m.certs.Ensure(ctx); err != nil {
+		return fmt.Errorf("webhook certificate: %w", err)
+	}
+	return m.Manager.Start(ctx)
+}
+
+// FreePort returns a free loopback TCP port, for tests and the lab that run several managers.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return strconv.Atoi(p)
+}

@@ -1,0 +1,138 @@
+package webhooks
+
+import (
+	"net/url"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
+)
+
+// Names of the webhook configurations the manager keeps up to date.
+const (
+	MutatingConfigurationName   = "fleetq-mutating-webhook-configuration"
+	ValidatingConfigurationName = "fleetq-validating-webhook-configuration"
+)
+
+// Paths the webhook server serves (controller-runtime's naming for the builder).
+const (
+	MutateJobPath           = "/mutate-batch-v1-job"
+	ValidateJobPath         = "/validate-batch-v1-job"
+	MutateClusterQueuePath  = "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue"
+	ValidateClusterQueue    = "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"
+	ValidateCohortPath      = "/validate-kueue-x-k8s-io-v1beta2-cohort"
+	ValidateFlavorPath      = "/validate-kueue-x-k8s-io-v1beta2-resourceflavor"
+	webhookTimeoutSeconds   = 10
+	kueueGroup              = "kueue.x-k8s.io"
+	kueueVersion            = "v1beta2"
+	createUpdate            = "CreateUpdate"
+	createOnly              = "Create"
+	failClosed              = admissionregistrationv1.Fail
+	sideEffectsNone         = admissionregistrationv1.SideEffectClassNone
+	admissionReviewVersion1 = "v1"
+)
+
+type hook struct {
+	name, path, group, version, resource, ops string
+	jobs                                      bool
+}
+
+var (
+	mutating = []hook{
+		{name: "mjob.fleetq.dev", path: MutateJobPath, group: "batch", version: "v1", resource: "jobs", ops: createOnly, jobs: true},
+		{name: "mclusterqueue.fleetq.dev", path: MutateClusterQueuePath, group: kueueGroup, version: kueueVersion, resource: "clusterqueues", ops: createUpdate},
+	}
+	validating = []hook{
+		{name: "vjob.fleetq.dev", path: ValidateJobPath, group: "batch", version: "v1", resource: "jobs", ops: createUpdate, jobs: true},
+		{name: "vclusterqueue.fleetq.dev", path: ValidateClusterQueue, group: kueueGroup, version: kueueVersion, resource: "clusterqueues", ops: createUpdate},
+		{name: "vcohort.fleetq.dev", path: ValidateCohortPath, group: kueueGroup, version: kueueVersion, resource: "cohorts", ops: createUpdate},
+		{name: "vresourceflavor.fleetq.dev", path: ValidateFlavorPath, group: kueueGroup, version: kueueVersion, resource: "resourceflavors", ops: createUpdate},
+	}
+)
+
+// Configurations returns the webhook configurations for cfg, trusting caBundle: by URL when
+// cfg.Webhook.URL is set (the lab), by Service otherwise. Job webhooks see only Jobs that name a
+// queue, unless the configuration also manages Jobs without one.
+func Configurations(cfg *config.Configuration, caBundle []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigurationName}}
+	for _, h := range mutating {
+		m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name:                    h.name,
+			ClientConfig:            clientConfig(cfg, h.path, caBundle),
+			Rules:                   rules(h),
+			FailurePolicy:           ptr.To(failClosed),
+			SideEffects:             ptr.To(sideEffectsNone),
+			AdmissionReviewVersions: []string{admissionReviewVersion1},
+			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+			ObjectSelector:          objectSelector(cfg, h),
+			NamespaceSelector:       namespaceSelector(cfg, h),
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		})
+	}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ValidatingConfigurationName}}
+	for _, h := range validating {
+		v.Webhooks = append(v.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:                    h.name,
+			ClientConfig:            clientConfig(cfg, h.path, caBundle),
+			Rules:                   rules(h),
+			FailurePolicy:           ptr.To(failClosed),
+			SideEffects:             ptr.To(sideEffectsNone),
+			AdmissionReviewVersions: []string{admissionReviewVersion1},
+			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+			ObjectSelector:          objectSelector(cfg, h),
+			NamespaceSelector:       namespaceSelector(cfg, h),
+		})
+	}
+	return m, v
+}
+
+func clientConfig(cfg *config.Configuration, path string, caBundle []byte) admissionregistrationv1.WebhookClientConfig {
+	if cfg.Webhook.URL != "" {
+		u, _ := url.Parse(cfg.Webhook.URL) // validated with the configuration
+		u.Path = path
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(u.String()), CABundle: caBundle}
+	}
+	return admissionregistrationv1.WebhookClientConfig{
+		Service:  &admissionregistrationv1.ServiceReference{Namespace: cfg.Namespace, Name: cfg.Webhook.ServiceName, Path: ptr.To(path), Port: ptr.To[int32](443)},
+		CABundle: caBundle,
+	}
+}
+
+func rules(h hook) []admissionregistrationv1.RuleWithOperations {
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	if h.ops == createUpdate {
+		ops = append(ops, admissionregistrationv1.Update)
+	}
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: ops,
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{h.group},
+			APIVersions: []string{h.version},
+			Resources:   []string{h.resource},
+			Scope:       ptr.To(admissionregistrationv1.AllScopes),
+		},
+	}}
+}
+
+// objectSelector limits the Job webhooks to Jobs naming a queue, so the manager being down
+// never blocks Jobs it does not manage.
+func objectSelector(cfg *config.Configuration, h hook) *metav1.LabelSelector {
+	if !h.jobs || cfg.ManageJobsWithoutQueueName || cfg.DefaultLocalQueue != "" {
+		return &metav1.LabelSelector{}
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: kueue.QueueNameLabel, Operator: metav1.LabelSelectorOpExists,
+	}}}
+}
+
+// namespaceSelector keeps the manager's own namespace (and kube-system) out of the Job
+// webhooks when it manages Jobs without a queue name.
+func namespaceSelector(cfg *config.Configuration, h hook) *metav1.LabelSelector {
+	if h.jobs && (cfg.ManageJobsWithoutQueueName || cfg.DefaultLocalQueue != "") && cfg.ManagedJobsNamespaceSelector != nil {
+		return cfg.ManagedJobsNamespaceSelector.DeepCopy()
+	}
+	return &metav1.LabelSelector{}
+}
