@@ -296,6 +296,7 @@ func (c *cluster) args(name string) (args, env []string) {
 			"--authorization-mode=RBAC",
 			"--allow-privileged=true",
 			"--profiling=false",
+			"--shutdown-watch-termination-grace-period=2s",
 		}
 		if c.spec.Mode == lab.ModeAPIServer {
 			// No controller-manager creates the default service account, so admission would refuse
