@@ -53,12 +53,18 @@ func Run(s *Snapshot, q Queues, opts Options) []Decision {
 		q:        q,
 		opts:     opts,
 		acc:      accounting{s: s, usage: append([]int64(nil), s.usage...)},
+		fut:      accounting{s: s, usage: append([]int64(nil), s.usage...)},
 		evicting: map[string]bool{},
 		version:  make([]int, len(s.nodes)),
 		blocked:  map[string]bool{},
 	}
 	c.evictingIn = s.evictingByTree()
-	c.sortedAdmitted = map[int][]*admittedWorkload{}
+	c.cands = map[*clusterQueue]*queueCandidates{}
+	for _, list := range c.evictingIn {
+		for _, a := range list {
+			c.fut.addAll(a.cq.node, a.usage, -1)
+		}
+	}
 	// 1. Get heads: the first workload of every queue that can be nominated.
 	for _, name := range q.ClusterQueues() {
 		c.pullHead(name)
@@ -92,21 +98,24 @@ func Run(s *Snapshot, q Queues, opts Options) []Decision {
 }
 
 type cycle struct {
-	s        *Snapshot
-	q        Queues
-	opts     Options
-	acc      accounting
+	s    *Snapshot
+	q    Queues
+	opts Options
+	// acc is usage now: admitted (evicting included) plus this cycle's admissions and reservations.
+	acc accounting
+	// fut is acc without the workloads being evicted: what preemption searches work on.
+	fut      accounting
 	evicting map[string]bool
 	// evictingIn lists, per tree root node id, the workloads being evicted (sorted by key).
 	evictingIn map[int][]*admittedWorkload
-	// sortedAdmitted caches each tree's admitted workloads in candidate order.
-	sortedAdmitted map[int][]*admittedWorkload
-	// ownBuf and othersBuf are reused by candidates.
-	ownBuf, othersBuf []*admittedWorkload
-	version           []int // per tree root node id
-	blocked           map[string]bool
-	heads             entryHeap
-	decisions         []Decision
+	// cands caches each queue's preemption candidates for the cycle.
+	cands map[*clusterQueue]*queueCandidates
+	// heldBuf is scratch for candidates.
+	heldBuf   []int64
+	version   []int // per tree root node id
+	blocked   map[string]bool
+	heads     entryHeap
+	decisions []Decision
 	// requeue holds popped workloads that go back to their queue once the cycle is over, so
 	// that the cycle does not pop them again.
 	requeue []*Workload
@@ -210,9 +219,10 @@ func (c *cycle) process(e *entry) {
 			c.evicting[v.Key] = true
 			c.evictingIn[root] = append(c.evictingIn[root], a)
 			c.forget(a)
+			c.fut.addAll(a.cq.node, a.usage, -1)
 		}
 		c.decide(Decision{Kind: Preempt, Workload: e.w.Key, ClusterQueue: name, Admission: adm,
-			Borrows: c.borrowsWithout(e, victims), Victims: victims})
+			Borrows: c.fut.borrows(e.cq.node, e.asg.amounts), Victims: victims})
 		c.requeue = append(c.requeue, e.w)
 	case waitFor > 0:
 		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: WaitingForEvictions,
@@ -242,23 +252,10 @@ func (c *cycle) process(e *entry) {
 	c.pullHead(name)
 }
 
-// borrowsWithout tells whether the preemptor will borrow once its victims are gone.
-func (c *cycle) borrowsWithout(e *entry, victims []Victim) bool {
-	for _, v := range victims {
-		a := c.s.admitted[v.Key]
-		c.acc.addAll(a.cq.node, a.usage, -1)
-	}
-	b := c.acc.borrows(e.cq.node, e.asg.amounts)
-	for _, v := range victims {
-		a := c.s.admitted[v.Key]
-		c.acc.addAll(a.cq.node, a.usage, 1)
-	}
-	return b
-}
-
 // charge adds an entry's usage to the cycle's accounting and invalidates its tree's nominations.
 func (c *cycle) charge(e *entry) {
 	c.acc.addAll(e.cq.node, e.asg.amounts, 1)
+	c.fut.addAll(e.cq.node, e.asg.amounts, 1)
 	c.version[e.cq.node.path[0].id]++
 }
 

@@ -108,7 +108,12 @@ func cycleAndCheck(t *testing.T, snap *Snapshot, q *testQueues, opts Options, pe
 // waiting for evictions), and judges each decision against the state at that point.
 func checkDecisions(t *testing.T, s *Snapshot, opts Options, ds []Decision, pending map[string]Workload) {
 	t.Helper()
-	r := &cycle{s: s, opts: opts, acc: accounting{s: s, usage: append([]int64(nil), s.usage...)}, evicting: map[string]bool{}}
+	r := &cycle{s: s, opts: opts, evicting: map[string]bool{},
+		acc: accounting{s: s, usage: append([]int64(nil), s.usage...)},
+		fut: accounting{s: s, usage: append([]int64(nil), s.usage...)}}
+	for _, a := range s.evicting {
+		r.fut.addAll(a.cq.node, a.usage, -1)
+	}
 	seen := map[string]bool{}
 	for _, d := range ds {
 		if seen[d.Workload] {
@@ -130,9 +135,12 @@ func checkDecisions(t *testing.T, s *Snapshot, opts Options, ds []Decision, pend
 			checkVictims(t, r, &w, cq, amounts, d)
 			for _, v := range d.Victims {
 				r.evicting[v.Key] = true
+				a := s.admitted[v.Key]
+				r.fut.addAll(a.cq.node, a.usage, -1)
 			}
 		}
 		r.acc.addAll(cq.node, amounts, 1)
+		r.fut.addAll(cq.node, amounts, 1)
 	}
 }
 
@@ -182,44 +190,28 @@ func checkVictims(t *testing.T, r *cycle, w *Workload, cq *clusterQueue, amounts
 		}
 		victims = append(victims, a)
 	}
-	// Count evictions under way as gone, then the victims: the preemptor must fit.
-	var gone []*admittedWorkload
-	for _, k := range admittedKeysIn(r, root) {
-		gone = append(gone, r.s.admitted[k])
-	}
-	gone = append(gone, victims...)
-	for _, a := range gone {
-		r.acc.addAll(a.cq.node, a.usage, -1)
+	// Without the victims (evictions under way are already gone in fut) the preemptor must fit,
+	// and returning any one victim must break the fit.
+	for _, a := range victims {
+		r.fut.addAll(a.cq.node, a.usage, -1)
 	}
 	defer func() {
-		for _, a := range gone {
-			r.acc.addAll(a.cq.node, a.usage, 1)
+		for _, a := range victims {
+			r.fut.addAll(a.cq.node, a.usage, 1)
 		}
 	}()
-	if !r.acc.fits(cq.node, amounts, false) {
+	if !r.fut.fits(cq.node, amounts, false) {
 		t.Fatalf("%s does not fit even without its victims %v", d.Workload, d.Victims)
 	}
-	strict := !r.acc.borrows(cq.node, amounts)
+	strict := !r.fut.borrows(cq.node, amounts)
 	for _, a := range victims {
-		r.acc.addAll(a.cq.node, a.usage, 1)
-		stillFits := r.acc.fits(cq.node, amounts, strict)
-		r.acc.addAll(a.cq.node, a.usage, -1)
+		r.fut.addAll(a.cq.node, a.usage, 1)
+		stillFits := r.fut.fits(cq.node, amounts, strict)
+		r.fut.addAll(a.cq.node, a.usage, -1)
 		if stillFits {
 			t.Fatalf("%s: victim set %v is not minimal: it fits without preempting %s", d.Workload, d.Victims, a.wl.Key)
 		}
 	}
-}
-
-// admittedKeysIn lists the workloads of a tree being evicted, in the snapshot or by this replay.
-func admittedKeysIn(r *cycle, root *node) []string {
-	var keys []string
-	for k, a := range r.s.admitted {
-		if a.cq.node.path[0] == root && (a.evicting || r.evicting[k]) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // byteSource turns fuzz input into choices; once exhausted it answers 0.

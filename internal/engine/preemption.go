@@ -11,15 +11,16 @@ import (
 // Candidates are the non-evicting workloads of the preemptor's cohort tree that hold some of the
 // flavor-resources it needs and that the policies expose: in its own queue per withinClusterQueue,
 // in other queues per reclaimWithinCohort (and borrowWithinCohort while borrowing), and in other
-// queues only while that queue still borrows. Workloads already being evicted are counted as gone
-// first: if that is enough, the preemptor waits instead of preempting more.
+// queues only while that queue still borrows. The search runs on the cycle's future accounting,
+// where workloads already being evicted are gone: if that is enough, the preemptor waits
+// instead of preempting more.
 //
 // Victims are taken greedily in candidate order (other queues first, then lowest priority, then
 // most recently admitted) until the preemptor fits; then, walking back, every victim whose
 // return still leaves the preemptor fitting is spared. Usage only grows as workloads return, so
 // each remaining victim is necessary: the set is minimal.
 
-// preemptionPossible is the cheap gate used during flavor assignment.
+// preemptionPossible is the gate used during flavor assignment.
 func (c *cycle) preemptionPossible(w *Workload, cq *clusterQueue, amounts []frAmount) bool {
 	if !c.preemptionEnabled(cq) && !c.hasEvicting(cq) {
 		return false
@@ -46,34 +47,26 @@ type victimSet struct {
 }
 
 // findVictims returns the victims that make w fit in cq, or waitFor > 0 when evictions under way
-// already suffice. ok is false when nothing the policies allow makes it fit. The cycle's
-// accounting is left as it was found.
+// already suffice. ok is false when nothing the policies allow makes it fit. It works on the
+// future accounting (evictions under way already gone) and leaves it as it found it.
 func (c *cycle) findVictims(w *Workload, cq *clusterQueue, amounts []frAmount, probe bool) (victims []Victim, waitFor int, ok bool) {
-	root := cq.node.path[0].id
-	var released []*admittedWorkload
-	for _, a := range c.evictingIn[root] {
-		if usesAny(a, amounts) {
-			released = append(released, a)
-			c.acc.addAll(a.cq.node, a.usage, -1)
+	if c.fut.fits(cq.node, amounts, false) {
+		for _, a := range c.evictingIn[cq.node.path[0].id] {
+			if usesAny(a, amounts) {
+				waitFor++
+			}
 		}
+		return nil, waitFor, true
 	}
-	defer func() {
-		for _, a := range released {
-			c.acc.addAll(a.cq.node, a.usage, 1)
-		}
-	}()
-	if c.acc.fits(cq.node, amounts, false) {
-		return nil, len(released), true
-	}
-	own, others := c.candidates(w, cq, amounts)
-	if !c.couldFree(cq, amounts, own, others) {
+	cs, possible := c.candidates(w, cq, amounts)
+	if !possible {
 		return nil, 0, false
 	}
 	var set *victimSet
 	if c.opts.FairSharing != nil {
-		set = c.fairSearch(w, cq, amounts, own, others)
+		set = c.fairSearch(w, cq, amounts, cs)
 	} else {
-		set = c.classicSearch(w, cq, amounts, own, others)
+		set = c.classicSearch(w, cq, amounts, cs)
 	}
 	if set == nil {
 		return nil, 0, false
@@ -88,33 +81,6 @@ func (c *cycle) findVictims(w *Workload, cq *clusterQueue, amounts []frAmount, p
 	return victims, 0, true
 }
 
-// couldFree is a cheap necessary condition: removing usage u anywhere in the tree raises what a
-// queue can use by at most u, so the candidates together must hold at least the shortfall of
-// every flavor-resource, or no victim set exists.
-func (c *cycle) couldFree(cq *clusterQueue, amounts []frAmount, own, others []*admittedWorkload) bool {
-	for _, u := range amounts {
-		need := u.amt - c.acc.available(cq.node, u.fr)
-		if need <= 0 {
-			continue
-		}
-		for _, list := range [][]*admittedWorkload{own, others} {
-			for _, a := range list {
-				need -= amountOf(a.usage, u.fr)
-				if need <= 0 {
-					break
-				}
-			}
-			if need <= 0 {
-				break
-			}
-		}
-		if need > 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func usesAny(a *admittedWorkload, amounts []frAmount) bool {
 	for _, u := range a.usage {
 		for _, v := range amounts {
@@ -126,74 +92,130 @@ func usesAny(a *admittedWorkload, amounts []frAmount) bool {
 	return false
 }
 
-// candidates lists what the policies let w preempt, each list in preemption order. The lists
-// are scratch buffers of the cycle, valid until the next call.
-func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (own, others []*admittedWorkload) {
-	within := cq.spec.Preemption.WithinClusterQueue
-	reclaim := cq.spec.Preemption.ReclaimWithinCohort
-	if !enabled(within) && !enabled(reclaim) {
-		return nil, nil
-	}
-	// Candidates come lowest priority first, so the scan stops above the highest priority any
-	// policy could expose.
-	limit := w.Priority - 1
-	if within == PreemptLowerOrNewerEqualPriority {
-		limit = w.Priority
-	}
-	anyPriority := reclaim == PreemptAny && cq.node.parent != nil
-	own, others = c.ownBuf[:0], c.othersBuf[:0]
-	for _, a := range c.treeAdmitted(cq.node.path[0].id) {
-		if a.wl.Priority > limit && !anyPriority {
-			break
-		}
-		if !usesAny(a, amounts) {
-			continue
-		}
-		if a.cq == cq {
-			if allowedWithin(within, w, &a.wl) {
-				own = append(own, a)
-			}
-		} else if enabled(reclaim) && (reclaim == PreemptAny || a.wl.Priority < w.Priority) {
-			others = append(others, a)
-		}
-	}
-	c.ownBuf, c.othersBuf = own, others
-	return own, others
+// queueCandidates is one queue's admitted workloads that are not being evicted, in candidate
+// order (lowest priority, then most recently admitted), with prefix sums of their usage so that
+// "how much do workloads below priority p hold" is a binary search.
+type queueCandidates struct {
+	list   []*admittedWorkload
+	prefix []int64 // prefix[i*F+fr]: usage of list[:i]; nil until needed
 }
 
-// treeAdmitted lists a tree's admitted workloads that are not being evicted, in candidate order.
-// It is sorted once per cycle: the cycle admits nothing into the snapshot, and the victims it
-// picks leave the list (forget).
-func (c *cycle) treeAdmitted(root int) []*admittedWorkload {
-	if list, ok := c.sortedAdmitted[root]; ok {
-		return list
+// queueCands returns (and caches for the cycle) a queue's candidate list.
+func (c *cycle) queueCands(q *clusterQueue) *queueCandidates {
+	if qc, ok := c.cands[q]; ok {
+		return qc
 	}
-	var list []*admittedWorkload
-	for _, q := range c.s.trees[root] {
-		for _, a := range q.admitted {
-			if !a.evicting {
-				list = append(list, a)
+	qc := &queueCandidates{list: make([]*admittedWorkload, 0, len(q.admitted))}
+	for _, a := range q.admitted {
+		if !a.evicting {
+			qc.list = append(qc.list, a)
+		}
+	}
+	sort.Slice(qc.list, func(i, j int) bool { return candidateBefore(qc.list[i], qc.list[j]) })
+	c.cands[q] = qc
+	return qc
+}
+
+// below counts the leading candidates of priority below p (or at most p, when inclusive).
+func (qc *queueCandidates) below(p int32, inclusive bool) int {
+	return sort.Search(len(qc.list), func(i int) bool {
+		if inclusive {
+			return qc.list[i].wl.Priority > p
+		}
+		return qc.list[i].wl.Priority >= p
+	})
+}
+
+// held is what the first n candidates hold of fr.
+func (qc *queueCandidates) held(frs, n, fr int) int64 {
+	if qc.prefix == nil {
+		qc.prefix = make([]int64, (len(qc.list)+1)*frs)
+		for i, a := range qc.list {
+			copy(qc.prefix[(i+1)*frs:(i+2)*frs], qc.prefix[i*frs:(i+1)*frs])
+			for _, u := range a.usage {
+				qc.prefix[(i+1)*frs+u.fr] += u.amt
 			}
 		}
 	}
-	sort.Slice(list, func(i, j int) bool { return candidateBefore(list[i], list[j]) })
-	c.sortedAdmitted[root] = list
-	return list
+	return qc.prefix[n*frs+fr]
 }
 
-// forget drops a workload the cycle chose as a victim from its tree's candidate list.
+// forget drops a workload the cycle chose as a victim from its queue's candidates.
 func (c *cycle) forget(a *admittedWorkload) {
-	root := a.cq.node.path[0].id
-	list, ok := c.sortedAdmitted[root]
+	qc, ok := c.cands[a.cq]
 	if !ok {
 		return
 	}
-	for i, x := range list {
+	for i, x := range qc.list {
 		if x == a {
-			c.sortedAdmitted[root] = append(list[:i:i], list[i+1:]...)
+			qc.list = append(qc.list[:i:i], qc.list[i+1:]...)
+			qc.prefix = nil
 			return
 		}
 	}
+}
+
+// candidateSet is what the policies expose to one preemptor.
+type candidateSet struct {
+	// own is a prefix of the preemptor's queue list, filtered as it is walked (allowedWithin:
+	// LowerOrNewerEqualPriority exposes only the equal-priority workloads queued after it).
+	own []*admittedWorkload
+	w   *Workload
+	// others are the candidates of the other queues of the tree that borrow what is needed.
+	others []*admittedWorkload
+}
+
+// candidates gathers what w may preempt and reports whether they could possibly be enough: the
+// usage they hold must cover the shortfall of every flavor-resource, since removing u anywhere
+// in the tree raises what a queue can use by at most u.
+func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*candidateSet, bool) {
+	within := cq.spec.Preemption.WithinClusterQueue
+	reclaim := cq.spec.Preemption.ReclaimWithinCohort
+	cs := &candidateSet{w: w}
+	frs := len(c.s.frs)
+	var held []int64
+	if cap(c.heldBuf) >= len(amounts) {
+		held = c.heldBuf[:len(amounts)]
+		clear(held)
+	} else {
+		held = make([]int64, len(amounts))
+		c.heldBuf = held
+	}
+	if enabled(within) {
+		qc := c.queueCands(cq)
+		n := qc.below(w.Priority, within == PreemptLowerOrNewerEqualPriority)
+		cs.own = qc.list[:n]
+		for i, u := range amounts {
+			held[i] += qc.held(frs, n, u.fr)
+		}
+	}
+	if enabled(reclaim) && cq.node.parent != nil {
+		for _, other := range c.s.trees[cq.node.path[0].id] {
+			if other == cq || len(other.admitted) == 0 || !c.borrowingAny(other, amounts) {
+				continue
+			}
+			qc := c.queueCands(other)
+			n := len(qc.list)
+			if reclaim != PreemptAny {
+				n = qc.below(w.Priority, false)
+			}
+			for _, a := range qc.list[:n] {
+				if usesAny(a, amounts) {
+					cs.others = append(cs.others, a)
+				}
+			}
+			for i, u := range amounts {
+				held[i] += qc.held(frs, n, u.fr)
+			}
+		}
+		sort.Slice(cs.others, func(i, j int) bool { return candidateBefore(cs.others[i], cs.others[j]) })
+	}
+	for i, u := range amounts {
+		if u.amt-c.fut.available(cq.node, u.fr) > held[i] {
+			return cs, false
+		}
+	}
+	return cs, len(cs.own)+len(cs.others) > 0
 }
 
 func allowedWithin(p PreemptionPolicy, w, v *Workload) bool {
@@ -219,66 +241,65 @@ func candidateBefore(a, b *admittedWorkload) bool {
 
 // classicSearch tries, in order: reclaiming so the preemptor ends within its nominal quota;
 // borrowWithinCohort against lower-priority borrowers; preempting only in its own queue.
-func (c *cycle) classicSearch(w *Workload, cq *clusterQueue, amounts []frAmount, own, others []*admittedWorkload) *victimSet {
+// Candidates of other queues go before those of the preemptor's own queue.
+func (c *cycle) classicSearch(w *Workload, cq *clusterQueue, amounts []frAmount, cs *candidateSet) *victimSet {
 	p := cq.spec.Preemption
-	if len(own)+len(others) > 0 {
-		cands := append(append([]*admittedWorkload(nil), others...), own...)
-		if set := c.minimalSet(cq, amounts, cands, true, InCohortReclamation); set != nil {
-			return set
-		}
+	if set := c.minimalSet(cq, amounts, cs, cs.others, true, InCohortReclamation); set != nil {
+		return set
 	}
-	if p.BorrowWithinCohort.Policy == BorrowWithinCohortLowerPriority && len(others) > 0 {
-		var cands []*admittedWorkload
-		for _, a := range others {
+	if p.BorrowWithinCohort.Policy == BorrowWithinCohortLowerPriority && len(cs.others) > 0 {
+		var others []*admittedWorkload
+		for _, a := range cs.others {
 			if a.wl.Priority < w.Priority && (p.BorrowWithinCohort.MaxPriorityThreshold == nil || a.wl.Priority <= *p.BorrowWithinCohort.MaxPriorityThreshold) {
-				cands = append(cands, a)
+				others = append(others, a)
 			}
 		}
-		cands = append(cands, own...)
-		if set := c.minimalSet(cq, amounts, cands, false, InCohortReclaimWhileBorrowing); set != nil {
+		if set := c.minimalSet(cq, amounts, cs, others, false, InCohortReclaimWhileBorrowing); set != nil {
 			return set
 		}
 	}
-	if len(own) > 0 {
-		return c.minimalSet(cq, amounts, own, false, "")
-	}
-	return nil
+	return c.minimalSet(cq, amounts, cs, nil, false, "")
 }
 
-// minimalSet removes candidates in order until the preemptor fits, then spares every victim it
-// can. Candidates of other queues are skipped once that queue no longer borrows what is needed.
-func (c *cycle) minimalSet(cq *clusterQueue, amounts []frAmount, cands []*admittedWorkload, withinNominal bool, cohortReason PreemptionReason) *victimSet {
+// minimalSet removes candidates in order (others, then the own queue's) until the preemptor
+// fits, then spares every victim it can. Candidates of other queues are skipped once that queue
+// no longer borrows what is needed.
+func (c *cycle) minimalSet(cq *clusterQueue, amounts []frAmount, cs *candidateSet, others []*admittedWorkload, withinNominal bool, cohortReason PreemptionReason) *victimSet {
 	set := &victimSet{}
+	fitsNow := func() bool { return c.fut.fits(cq.node, amounts, withinNominal) }
 	fit := false
-	for _, a := range cands {
-		if a.cq != cq && !c.borrowingAny(a.cq, amounts) {
+	for _, a := range others {
+		if !c.borrowingAny(a.cq, amounts) {
 			continue
 		}
-		c.remove(set, a, reasonFor(a, cq, cohortReason))
-		if c.acc.fits(cq.node, amounts, withinNominal) {
-			fit = true
+		c.remove(set, a, cohortReason)
+		if fit = fitsNow(); fit {
 			break
+		}
+	}
+	if !fit {
+		for _, a := range cs.own {
+			if !allowedWithin(cq.spec.Preemption.WithinClusterQueue, cs.w, &a.wl) || !usesAny(a, amounts) {
+				continue
+			}
+			c.remove(set, a, InClusterQueue)
+			if fit = fitsNow(); fit {
+				break
+			}
 		}
 	}
 	if !fit {
 		c.restore(set)
 		return nil
 	}
-	c.spare(set, func() bool { return c.acc.fits(cq.node, amounts, withinNominal) })
+	c.spare(set, fitsNow)
 	c.restore(set)
 	return set
 }
 
-func reasonFor(a *admittedWorkload, cq *clusterQueue, cohortReason PreemptionReason) PreemptionReason {
-	if a.cq == cq {
-		return InClusterQueue
-	}
-	return cohortReason
-}
-
 func (c *cycle) borrowingAny(q *clusterQueue, amounts []frAmount) bool {
 	for _, u := range amounts {
-		if c.acc.borrowing(q.node, u.fr) {
+		if c.fut.borrowing(q.node, u.fr) {
 			return true
 		}
 	}
@@ -286,7 +307,7 @@ func (c *cycle) borrowingAny(q *clusterQueue, amounts []frAmount) bool {
 }
 
 func (c *cycle) remove(set *victimSet, a *admittedWorkload, r PreemptionReason) {
-	c.acc.addAll(a.cq.node, a.usage, -1)
+	c.fut.addAll(a.cq.node, a.usage, -1)
 	set.list = append(set.list, a)
 	set.reasons = append(set.reasons, r)
 }
@@ -298,11 +319,11 @@ func (c *cycle) spare(set *victimSet, fitsNow func() bool) {
 	keep[len(keep)-1] = true
 	for i := len(set.list) - 2; i >= 0; i-- {
 		a := set.list[i]
-		c.acc.addAll(a.cq.node, a.usage, 1)
+		c.fut.addAll(a.cq.node, a.usage, 1)
 		if fitsNow() {
 			continue
 		}
-		c.acc.addAll(a.cq.node, a.usage, -1)
+		c.fut.addAll(a.cq.node, a.usage, -1)
 		keep[i] = true
 	}
 	list, reasons := set.list[:0], set.reasons[:0]
@@ -318,14 +339,21 @@ func (c *cycle) spare(set *victimSet, fitsNow func() bool) {
 // restore returns the victims' usage to the accounting.
 func (c *cycle) restore(set *victimSet) {
 	for _, a := range set.list {
-		c.acc.addAll(a.cq.node, a.usage, 1)
+		c.fut.addAll(a.cq.node, a.usage, 1)
 	}
 }
 
 // fairSearch picks victims from the queue with the largest share first. Taking from a queue
 // that borrows is reclamation when the preemptor's queue ends within its nominal quota; otherwise
 // the strategy must agree that the target's share justifies it.
-func (c *cycle) fairSearch(w *Workload, cq *clusterQueue, amounts []frAmount, own, others []*admittedWorkload) *victimSet {
+func (c *cycle) fairSearch(w *Workload, cq *clusterQueue, amounts []frAmount, cs *candidateSet) *victimSet {
+	var own []*admittedWorkload
+	for _, a := range cs.own {
+		if allowedWithin(cq.spec.Preemption.WithinClusterQueue, w, &a.wl) && usesAny(a, amounts) {
+			own = append(own, a)
+		}
+	}
+	others := cs.others
 	strategies := c.opts.FairSharing.Strategies
 	if len(strategies) == 0 {
 		strategies = []FairSharingStrategy{LessThanOrEqualToFinalShare, LessThanInitialShare}
@@ -349,7 +377,7 @@ func (c *cycle) fairAttempt(cq *clusterQueue, amounts []frAmount, own, others []
 		byQueue[a.cq] = append(byQueue[a.cq], a)
 	}
 	set := &victimSet{}
-	fitsNow := func() bool { return c.acc.fits(cq.node, amounts, false) }
+	fitsNow := func() bool { return c.fut.fits(cq.node, amounts, false) }
 	for {
 		target := c.largestShare(queues, byQueue)
 		if target == nil {
@@ -368,15 +396,15 @@ func (c *cycle) fairAttempt(cq *clusterQueue, amounts []frAmount, own, others []
 			c.remove(set, a, InCohortReclamation)
 		default:
 			pre, tgt := divergence(cq.node, target.node)
-			preShare := c.acc.shareWith(pre, cq.node, amounts, 1)
+			preShare := c.fut.shareWith(pre, cq.node, amounts, 1)
 			var tgtShare float64
 			if strategy == LessThanInitialShare {
-				tgtShare = c.acc.share(tgt)
+				tgtShare = c.fut.share(tgt)
 				if !(preShare < tgtShare) {
 					continue
 				}
 			} else {
-				tgtShare = c.acc.shareWith(tgt, target.node, a.usage, -1)
+				tgtShare = c.fut.shareWith(tgt, target.node, a.usage, -1)
 				if !(preShare <= tgtShare) {
 					continue
 				}
@@ -399,7 +427,7 @@ func (c *cycle) largestShare(queues []*clusterQueue, byQueue map[*clusterQueue][
 		if len(byQueue[q]) == 0 {
 			continue
 		}
-		s := c.acc.share(q.node)
+		s := c.fut.share(q.node)
 		if best == nil || s > bestShare || s == bestShare && q.spec.Name < best.spec.Name {
 			best, bestShare = q, s
 		}
@@ -409,7 +437,7 @@ func (c *cycle) largestShare(queues []*clusterQueue, byQueue map[*clusterQueue][
 
 func (c *cycle) withinNominalAfter(cq *clusterQueue, amounts []frAmount) bool {
 	for _, u := range amounts {
-		if c.acc.at(cq.node, u.fr)+u.amt > cq.node.quota[u.fr] {
+		if c.fut.at(cq.node, u.fr)+u.amt > cq.node.quota[u.fr] {
 			return false
 		}
 	}
