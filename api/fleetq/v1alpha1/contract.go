@@ -1,0 +1,94 @@
+/*
+Copyright 2026 The fleetq Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package v1alpha1
+
+import (
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+)
+
+// The contract between the manager and a worker's agent. The manager creates, in the worker:
+//
+//   - every ResourceFlavor (same name and spec), labelled OriginLabel=<origin>;
+//   - per dispatched workload: its Namespace if missing; a batch/v1 Job with the manager's Job's name
+//     and namespace, spec.suspend true, OriginLabel and OriginUIDAnnotation (the manager Workload's
+//     UID), the flavor's nodeSelector and tolerations injected, no queue-name label and no managedBy;
+//     and a kueue Workload copy with the manager Workload's name, namespace, spec, OriginLabel and
+//     OriginUIDAnnotation, an ownerReference to that Job, OriginClusterQueueAnnotation and
+//     LocalPreemptionAnnotation;
+//   - a coordination.k8s.io Lease ManagerLeaseName(origin) in the agent's namespace, renewed every
+//     lease-renew interval, with spec.leaseDurationSeconds set to the manager's fenceTimeout.
+//
+// The agent, for copies carrying its own origin only: admits a copy when all its pods fit on the
+// nodes now (status.admission, QuotaReserved and Admitted True with reason AdmittedReason) and then
+// unsuspends its Job; otherwise sets QuotaReserved False with reason PendingReason and a message with
+// numbers. It evicts lower-priority copies for a LocalPreemptionLowerPriority copy that fits no
+// other way (Evicted True reason kueue.WorkloadEvictedByPreemption, Preempted True reason
+// kueue.InClusterQueueReason), and every admitted copy when the lease was not renewed for its
+// duration (Evicted True reason EvictedByFencing). An evicted copy is never admitted again: the
+// manager requeues its workload and deletes the copy. When a copy's Job finishes the agent sets
+// Finished True (reason Succeeded or Failed). It publishes a CapacityReport named after its cluster.
+const (
+	// OriginLabel marks every object the manager creates in a worker, with the manager's origin
+	// name; the agent touches nothing without it (users' own Jobs are never admitted or suspended).
+	OriginLabel = kueue.MultiKueueOriginLabel
+
+	// OriginUIDAnnotation records, on a remote Job and Workload, the manager Workload's UID.
+	OriginUIDAnnotation = kueue.MultiKueueOriginUIDAnnotation
+
+	// OriginClusterQueueAnnotation on a remote Workload names the manager ClusterQueue that admitted
+	// it; the agent writes it as status.admission.clusterQueue.
+	OriginClusterQueueAnnotation = "fleetq.dev/origin-cluster-queue"
+
+	// LocalPreemptionAnnotation on a remote Workload says whether the agent may evict lower-priority
+	// copies to make room for it (a LocalPreemptionPolicy). Missing means Never.
+	LocalPreemptionAnnotation = "fleetq.dev/local-preemption"
+
+	// ManagerLeasePrefix starts the name of the Lease the manager renews in each worker.
+	ManagerLeasePrefix = "fleetq-manager-"
+
+	// AgentName is the agent's field manager, user agent and event source, and the name of its
+	// leader-election Lease by default.
+	AgentName = "fleetq-agent"
+)
+
+// LocalPreemptionPolicy is the value of LocalPreemptionAnnotation.
+type LocalPreemptionPolicy string
+
+const (
+	// LocalPreemptionNever never evicts other copies; the copy waits until it fits.
+	LocalPreemptionNever LocalPreemptionPolicy = "Never"
+
+	// LocalPreemptionLowerPriority evicts the fewest lower-priority copies that make the copy fit.
+	// The manager sets it when the origin ClusterQueue allows any preemption.
+	LocalPreemptionLowerPriority LocalPreemptionPolicy = "LowerPriority"
+)
+
+// Condition reasons the agent writes on remote Workloads, besides Kueue's own (Preempted,
+// InClusterQueue, Succeeded, Failed).
+const (
+	// AdmittedReason is the reason of QuotaReserved and Admitted True: all pods fit on the nodes.
+	AdmittedReason = "Admitted"
+
+	// PendingReason is the reason of QuotaReserved False: the copy does not fit now (the message
+	// says why, with numbers), the agent is fenced, or the copy's Job is missing.
+	PendingReason = "Pending"
+
+	// NoReservationReason is the reason of Admitted False once an evicted copy's pods are gone and
+	// its admission is cleared.
+	NoReservationReason = "NoReservation"
+
+	// EvictedByFencing is the reason of Evicted True on copies the agent suspended because the
+	// manager's lease was not renewed within its duration.
+	EvictedByFencing = "Fenced"
+)
+
+// ManagerLeaseName is the Lease the manager with this origin renews in every worker, in the agent's
+// namespace.
+func ManagerLeaseName(origin string) string { return ManagerLeasePrefix + origin }
+
+// CapacityReportName is the name of the report an agent publishes: its cluster's name.
+func CapacityReportName(clusterName string) string { return clusterName }
