@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"sort"
 )
@@ -148,7 +149,10 @@ func (c *cycle) forget(a *admittedWorkload) {
 	}
 	for i, x := range qc.list {
 		if x == a {
-			qc.list = append(qc.list[:i:i], qc.list[i+1:]...)
+			// In place: no search holds a slice of the list between cycle steps.
+			copy(qc.list[i:], qc.list[i+1:])
+			qc.list[len(qc.list)-1] = nil
+			qc.list = qc.list[:len(qc.list)-1]
 			qc.prefix = nil
 			return
 		}
@@ -161,8 +165,11 @@ type candidateSet struct {
 	// LowerOrNewerEqualPriority exposes only the equal-priority workloads queued after it).
 	own []*admittedWorkload
 	w   *Workload
-	// others are the candidates of the other queues of the tree that borrow what is needed.
-	others []*admittedWorkload
+	// others are prefixes of the candidate lists of the other queues of the tree that borrow
+	// what is needed; they are merged lazily, in candidate order, as the search walks them.
+	others [][]*admittedWorkload
+	// ownHeld is what own holds of each needed flavor-resource (parallel to the amounts).
+	ownHeld []int64
 }
 
 // candidates gathers what w may preempt and reports whether they could possibly be enough: the
@@ -186,7 +193,9 @@ func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*
 		n := qc.below(w.Priority, within == PreemptLowerOrNewerEqualPriority)
 		cs.own = qc.list[:n]
 		for i, u := range amounts {
-			held[i] += qc.held(frs, n, u.fr)
+			h := qc.held(frs, n, u.fr)
+			held[i] += h
+			cs.ownHeld = append(cs.ownHeld, h)
 		}
 	}
 	if enabled(reclaim) && cq.node.parent != nil {
@@ -199,16 +208,14 @@ func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*
 			if reclaim != PreemptAny {
 				n = qc.below(w.Priority, false)
 			}
-			for _, a := range qc.list[:n] {
-				if usesAny(a, amounts) {
-					cs.others = append(cs.others, a)
-				}
+			if n == 0 {
+				continue
 			}
+			cs.others = append(cs.others, qc.list[:n])
 			for i, u := range amounts {
 				held[i] += qc.held(frs, n, u.fr)
 			}
 		}
-		sort.Slice(cs.others, func(i, j int) bool { return candidateBefore(cs.others[i], cs.others[j]) })
 	}
 	for i, u := range amounts {
 		if u.amt-c.fut.available(cq.node, u.fr) > held[i] {
@@ -216,6 +223,59 @@ func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*
 		}
 	}
 	return cs, len(cs.own)+len(cs.others) > 0
+}
+
+// withinNominalPossible tells whether removing every own candidate could bring the queue's own
+// usage low enough to take the preemptor within its nominal quota; otherwise reclaiming is
+// pointless and the search goes straight to borrowing attempts.
+func (c *cycle) withinNominalPossible(cq *clusterQueue, amounts []frAmount, cs *candidateSet) bool {
+	for i, u := range amounts {
+		own := int64(0)
+		if cs.ownHeld != nil {
+			own = cs.ownHeld[i]
+		}
+		if c.fut.at(cq.node, u.fr)-own+u.amt > cq.node.quota[u.fr] {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeCandidates walks sorted candidate lists of several queues in candidate order; a list is
+// dropped as soon as its queue stops borrowing what is needed (it cannot start again while the
+// search only removes usage). keep filters single candidates.
+func (c *cycle) mergeCandidates(lists [][]*admittedWorkload, amounts []frAmount, keep func(*admittedWorkload) bool) iter.Seq[*admittedWorkload] {
+	return func(yield func(*admittedWorkload) bool) {
+		heads := make([][]*admittedWorkload, 0, len(lists))
+		for _, l := range lists {
+			if len(l) > 0 {
+				heads = append(heads, l)
+			}
+		}
+		for len(heads) > 0 {
+			best := 0
+			for i := 1; i < len(heads); i++ {
+				if candidateBefore(heads[i][0], heads[best][0]) {
+					best = i
+				}
+			}
+			a := heads[best][0]
+			if !c.borrowingAny(a.cq, amounts) {
+				heads = append(heads[:best], heads[best+1:]...)
+				continue
+			}
+			heads[best] = heads[best][1:]
+			if len(heads[best]) == 0 {
+				heads = append(heads[:best], heads[best+1:]...)
+			}
+			if !usesAny(a, amounts) || keep != nil && !keep(a) {
+				continue
+			}
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 func allowedWithin(p PreemptionPolicy, w, v *Workload) bool {
@@ -244,17 +304,17 @@ func candidateBefore(a, b *admittedWorkload) bool {
 // Candidates of other queues go before those of the preemptor's own queue.
 func (c *cycle) classicSearch(w *Workload, cq *clusterQueue, amounts []frAmount, cs *candidateSet) *victimSet {
 	p := cq.spec.Preemption
-	if set := c.minimalSet(cq, amounts, cs, cs.others, true, InCohortReclamation); set != nil {
-		return set
+	if c.withinNominalPossible(cq, amounts, cs) {
+		if set := c.minimalSet(cq, amounts, cs, c.mergeCandidates(cs.others, amounts, nil), true, InCohortReclamation); set != nil {
+			return set
+		}
 	}
 	if p.BorrowWithinCohort.Policy == BorrowWithinCohortLowerPriority && len(cs.others) > 0 {
-		var others []*admittedWorkload
-		for _, a := range cs.others {
-			if a.wl.Priority < w.Priority && (p.BorrowWithinCohort.MaxPriorityThreshold == nil || a.wl.Priority <= *p.BorrowWithinCohort.MaxPriorityThreshold) {
-				others = append(others, a)
-			}
+		th := p.BorrowWithinCohort.MaxPriorityThreshold
+		keep := func(a *admittedWorkload) bool {
+			return a.wl.Priority < w.Priority && (th == nil || a.wl.Priority <= *th)
 		}
-		if set := c.minimalSet(cq, amounts, cs, others, false, InCohortReclaimWhileBorrowing); set != nil {
+		if set := c.minimalSet(cq, amounts, cs, c.mergeCandidates(cs.others, amounts, keep), false, InCohortReclaimWhileBorrowing); set != nil {
 			return set
 		}
 	}
@@ -262,19 +322,17 @@ func (c *cycle) classicSearch(w *Workload, cq *clusterQueue, amounts []frAmount,
 }
 
 // minimalSet removes candidates in order (others, then the own queue's) until the preemptor
-// fits, then spares every victim it can. Candidates of other queues are skipped once that queue
-// no longer borrows what is needed.
-func (c *cycle) minimalSet(cq *clusterQueue, amounts []frAmount, cs *candidateSet, others []*admittedWorkload, withinNominal bool, cohortReason PreemptionReason) *victimSet {
+// fits, then spares every victim it can.
+func (c *cycle) minimalSet(cq *clusterQueue, amounts []frAmount, cs *candidateSet, others iter.Seq[*admittedWorkload], withinNominal bool, cohortReason PreemptionReason) *victimSet {
 	set := &victimSet{}
 	fitsNow := func() bool { return c.fut.fits(cq.node, amounts, withinNominal) }
 	fit := false
-	for _, a := range others {
-		if !c.borrowingAny(a.cq, amounts) {
-			continue
-		}
-		c.remove(set, a, cohortReason)
-		if fit = fitsNow(); fit {
-			break
+	if others != nil {
+		for a := range others {
+			c.remove(set, a, cohortReason)
+			if fit = fitsNow(); fit {
+				break
+			}
 		}
 	}
 	if !fit {
@@ -353,7 +411,10 @@ func (c *cycle) fairSearch(w *Workload, cq *clusterQueue, amounts []frAmount, cs
 			own = append(own, a)
 		}
 	}
-	others := cs.others
+	var others []*admittedWorkload
+	for a := range c.mergeCandidates(cs.others, amounts, nil) {
+		others = append(others, a)
+	}
 	strategies := c.opts.FairSharing.Strategies
 	if len(strategies) == 0 {
 		strategies = []FairSharingStrategy{LessThanOrEqualToFinalShare, LessThanInitialShare}
