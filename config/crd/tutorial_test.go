@@ -21,7 +21,7 @@ import (
 )
 
 // TestTutorialManifestsAreAccepted applies every ResourceFlavor, ClusterQueue and LocalQueue of the
-// Kueue GPU quota tutorial (testdata/tutorial, re-indented, text otherwise unchanged) with server-side
+// Kueue GPU quota tutorial (e2e/testdata/tutorial, re-indented, text otherwise unchanged) with server-side
 // apply, like `kubectl apply --server-side`, then the tutorial's merge patch of inference-cq.
 func TestTutorialManifestsAreAccepted(t *testing.T) {
 	for _, ns := range []string{"research", "inference"} {
@@ -30,7 +30,7 @@ func TestTutorialManifestsAreAccepted(t *testing.T) {
 		}
 	}
 	for _, file := range []string{"flavor.yaml", "queues.yaml", "localqueues.yaml", "gpu.yaml"} {
-		raw, err := os.ReadFile(filepath.Join("testdata", "tutorial", file))
+		raw, err := os.ReadFile(filepath.Join("..", "..", "e2e", "testdata", "tutorial", file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestTutorialManifestsAreAccepted(t *testing.T) {
 		}
 	}
 
-	patch, err := os.ReadFile(filepath.Join("testdata", "tutorial", "inference-preemption-patch.yaml"))
+	patch, err := os.ReadFile(filepath.Join("..", "..", "e2e", "testdata", "tutorial", "inference-preemption-patch.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

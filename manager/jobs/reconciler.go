@@ -243,7 +243,8 @@ func (r *Reconciler) finish(ctx context.Context, wl *kueue.Workload, reason, msg
 }
 
 // start injects the admitted flavors' placement into the pod template and unsuspends the Job,
-// in one write.
+// in one write. Job patches carry no resourceVersion: the job controller rewrites status all the
+// time, and the fields written here (suspend, the template while suspended) are ours alone.
 func (r *Reconciler) start(ctx context.Context, log logr.Logger, job *batchv1.Job, wl *kueue.Workload) error {
 	if !ptr.Deref(job.Spec.Suspend, false) {
 		return nil
@@ -263,7 +264,7 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, job *batchv1.Jo
 		}
 	}
 	job.Spec.Suspend = ptr.To(false)
-	if err := r.Client.Patch(ctx, job, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("starting job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	log.V(2).Info("Job started")
@@ -285,7 +286,7 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job
 		if len(wl.Spec.PodSets) > 0 {
 			Restore(&job.Spec.Template, &wl.Spec.PodSets[0].Template)
 		}
-		if err := r.Client.Patch(ctx, job, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("suspending job %s/%s: %w", job.Namespace, job.Name, err)
 		}
 		log.V(2).Info("Job suspended", "reason", reason)
@@ -350,7 +351,7 @@ func (r *Reconciler) keepSuspended(ctx context.Context, job *batchv1.Job, wl *ku
 	}
 	orig := job.DeepCopy()
 	job.Spec.Suspend = ptr.To(true)
-	if err := r.Client.Patch(ctx, job, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("suspending pending job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	r.event(job, corev1.EventTypeNormal, ReasonStopped, "Suspended: workload %s is not admitted", wl.Name)

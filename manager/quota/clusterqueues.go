@@ -225,9 +225,7 @@ func (r *ClusterQueueReconciler) patchStatus(ctx context.Context, cq *kueue.Clus
 	if wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	orig := cq.DeepCopy()
-	cq.Status = *want
-	if err := r.Client.Status().Patch(ctx, cq, client.MergeFrom(orig)); err != nil {
+	if err := r.Client.Status().Patch(ctx, cq, statusPatch(want)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	r.mu.Lock()

@@ -135,9 +135,7 @@ func (r *LocalQueueReconciler) writeStatus(ctx context.Context, lq *kueue.LocalQ
 	if wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	orig := lq.DeepCopy()
-	lq.Status = *want
-	if err := r.Client.Status().Patch(ctx, lq, client.MergeFrom(orig)); err != nil {
+	if err := r.Client.Status().Patch(ctx, lq, statusPatch(want)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	r.mu.Lock()

@@ -5,9 +5,13 @@ package quota
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -103,4 +107,15 @@ func splitKey(key string) (string, string) {
 		}
 	}
 	return "", key
+}
+
+// statusPatch is a merge patch that sets the whole status, zero counters included (a diff-based
+// patch would omit them and kubectl's columns would stay empty). The manager is the only writer
+// of these statuses.
+func statusPatch(status any) client.Patch {
+	raw, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		panic(fmt.Sprintf("status of a known type does not marshal: %v", err))
+	}
+	return client.RawPatch(types.MergePatchType, raw)
 }

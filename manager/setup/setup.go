@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -59,8 +61,9 @@ type Options struct {
 	Log        logr.Logger
 	// Clock defaults to the real clock; tests inject a fake one.
 	Clock clock.WithTickerAndDelayedExecution
-	// Identity distinguishes replicas in leader election; defaults to the host name.
-	Identity string
+	// SeveralPerProcess lets tests run more than one manager in one process (a restart
+	// in-process); controller names are then not checked for uniqueness.
+	SeveralPerProcess bool
 }
 
 // Manager is a wired, not yet started, fleetq-manager.
@@ -108,6 +111,7 @@ func New(opts Options) (*Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
 		Client:                        client.Options{FieldOwner: FieldManager},
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
