@@ -106,13 +106,12 @@ func (c *cycle) queueCands(q *clusterQueue) *queueCandidates {
 	if qc, ok := c.cands[q]; ok {
 		return qc
 	}
-	qc := &queueCandidates{list: make([]*admittedWorkload, 0, len(q.admitted))}
-	for _, a := range q.admitted {
+	qc := &queueCandidates{list: make([]*admittedWorkload, 0, len(q.ordered))}
+	for _, a := range q.ordered {
 		if !a.evicting {
 			qc.list = append(qc.list, a)
 		}
 	}
-	sort.Slice(qc.list, func(i, j int) bool { return candidateBefore(qc.list[i], qc.list[j]) })
 	c.cands[q] = qc
 	return qc
 }

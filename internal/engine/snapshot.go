@@ -58,6 +58,8 @@ type Snapshot struct {
 	// evicting indexes the admitted workloads whose eviction is under way.
 	evicting map[string]*admittedWorkload
 	orphans  map[string]string
+	// building defers ordering admitted workloads to one sort at the end of NewSnapshot.
+	building bool
 }
 
 type flavorResource struct {
@@ -92,6 +94,9 @@ type clusterQueue struct {
 	inactive InactiveReason
 	message  string
 	admitted map[string]*admittedWorkload
+	// ordered holds the same workloads in preemption-candidate order, kept sorted as workloads
+	// come and go so that a cycle never sorts them.
+	ordered []*admittedWorkload
 }
 
 type flavorGroup struct {
@@ -146,10 +151,16 @@ func NewSnapshot(in Input) *Snapshot {
 	s.buildClusterQueues(in, cyclic)
 	s.computeQuotas()
 	s.usage = make([]int64, len(s.nodes)*len(s.frs))
+	s.building = true
 	for _, w := range in.Admitted {
 		if err := s.AddAdmitted(w); err != nil {
 			s.orphans[w.Key] = err.Error()
 		}
+	}
+	s.building = false
+	for _, name := range s.cqNames {
+		cq := s.cqs[name]
+		sort.Slice(cq.ordered, func(i, j int) bool { return candidateBefore(cq.ordered[i], cq.ordered[j]) })
 	}
 	return s
 }
@@ -429,6 +440,14 @@ func (s *Snapshot) AddAdmitted(w Workload) error {
 	a := &admittedWorkload{wl: w, cq: cq, evicting: w.Evicting, usage: s.admissionUsage(w.Admission)}
 	s.admitted[w.Key] = a
 	cq.admitted[w.Key] = a
+	if s.building {
+		cq.ordered = append(cq.ordered, a)
+	} else {
+		i := sort.Search(len(cq.ordered), func(i int) bool { return candidateBefore(a, cq.ordered[i]) })
+		cq.ordered = append(cq.ordered, nil)
+		copy(cq.ordered[i+1:], cq.ordered[i:])
+		cq.ordered[i] = a
+	}
 	if a.evicting {
 		s.evicting[w.Key] = a
 	}
@@ -479,6 +498,15 @@ func (s *Snapshot) Remove(key string) (clusterQueue string, ok bool) {
 	delete(s.admitted, key)
 	delete(s.evicting, key)
 	delete(a.cq.admitted, key)
+	list := a.cq.ordered
+	for i := sort.Search(len(list), func(i int) bool { return !candidateBefore(list[i], a) }); i < len(list); i++ {
+		if list[i] == a {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			a.cq.ordered = list[:len(list)-1]
+			break
+		}
+	}
 	return a.cq.spec.Name, true
 }
 
