@@ -1,0 +1,408 @@
+// Package admission decides, for the copies of workloads the manager dispatched to this worker,
+// which to admit now, which to keep pending (and why, with numbers), and which lower-priority copies
+// to evict so that a copy allowed to preempt fits. It is pure: the agent's scheduler gives it the
+// nodes and copies it read and applies the Plan it returns.
+//
+// One plan, in order:
+//  1. Free now = each schedulable node's allocatable minus its non-terminal pods, minus the pods that
+//     admitted copies still expect there (admitted, not bound yet: the agent "assumes" them, at the
+//     nodes it planned, so two copies admitted back to back never take the same room).
+//  2. Free in future = free now plus what evicted copies still hold: it is being released.
+//  3. Pending copies by priority (highest first), then age: a copy that fits on free now (nodefit:
+//     all pods or none) is admitted and its placement deducted. One that fits only in the future
+//     waits, and its placement is deducted from both, so later copies cannot take the room it waits
+//     for. One that fits in neither may preempt, if its policy allows: the fewest lower-priority
+//     admitted copies (lowest priority first, then most recently admitted, and any not needed put
+//     back) whose removal makes it fit; it never preempts when it would still not fit.
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	"github.com/fleetq/fleetq/internal/engine/nodefit"
+	"github.com/fleetq/fleetq/worker/capacity"
+)
+
+// Phase is where a copy stands from the agent's point of view.
+type Phase int
+
+const (
+	// Pending copies are waiting to be admitted.
+	Pending Phase = iota
+	// Admitted copies run (or are starting) on the nodes.
+	Admitted
+	// Evicting copies were evicted by the agent; their pods may still hold room.
+	Evicting
+)
+
+// Copy is a copied workload as the planner needs it.
+type Copy struct {
+	// Key is namespace/name.
+	Key      string
+	Priority int32
+	Policy   fleetq.LocalPreemptionPolicy
+	// CreatedAt orders pending copies of equal priority (oldest first).
+	CreatedAt time.Time
+	// AdmittedAt orders victims of equal priority (most recent first).
+	AdmittedAt time.Time
+	Phase      Phase
+	// PodSets are the copy's pods with their scheduling constraints.
+	PodSets []nodefit.PodSet
+	// Held is, per node, what the copy's non-terminal bound pods request.
+	Held map[string]capacity.Amounts
+	// Bound counts, per pod set and node, the copy's non-terminal bound pods.
+	Bound map[string]map[string]int32
+	// Missing counts, per pod set, the pods an admitted copy still expects to be bound.
+	Missing map[string]int32
+	// Planned is where the agent placed the copy's pods when it admitted it, if it remembers.
+	Planned []nodefit.Placement
+}
+
+// Input is what a plan is made from.
+type Input struct {
+	// Cluster names the worker in messages.
+	Cluster string
+	// Nodes are every node with Used charged with all non-terminal bound pods.
+	Nodes  []capacity.Node
+	Copies []Copy
+}
+
+// Admission admits a pending copy with the placement nodefit found.
+type Admission struct {
+	Key        string
+	Placements []nodefit.Placement
+}
+
+// Eviction evicts an admitted copy for a preemptor.
+type Eviction struct {
+	Key       string
+	Preemptor string
+	Message   string
+}
+
+// Plan is what the agent applies.
+type Plan struct {
+	Admit []Admission
+	Evict []Eviction
+	// Pending maps every pending copy that is not admitted to why.
+	Pending map[string]string
+	// Reserved is, per node, what admitted copies (including those this plan admits) still expect
+	// to bind there: the report deducts it from free.
+	Reserved map[string]capacity.Amounts
+}
+
+// state is the working accounting of one plan over the schedulable nodes.
+type state struct {
+	nodes  []capacity.Node // schedulable, by name
+	index  map[string]int
+	now    []capacity.Amounts
+	future []capacity.Amounts
+}
+
+func newState(nodes []capacity.Node) *state {
+	s := &state{index: map[string]int{}}
+	for i := range nodes {
+		n := nodes[i]
+		if n.Unschedulable {
+			continue
+		}
+		s.index[n.Name] = len(s.nodes)
+		s.nodes = append(s.nodes, n)
+		s.now = append(s.now, n.Free(nil))
+		s.future = append(s.future, n.Free(nil))
+	}
+	return s
+}
+
+// add changes free amounts by sign × amounts per node; nodes that are not schedulable are skipped.
+func add(free []capacity.Amounts, index map[string]int, perNode map[string]capacity.Amounts, sign int64) {
+	for name, a := range perNode {
+		i, ok := index[name]
+		if !ok {
+			continue
+		}
+		free[i].AddScaled(a, sign)
+	}
+}
+
+func (s *state) fit(free []capacity.Amounts, podSets []nodefit.PodSet) nodefit.Result {
+	nodes := make([]nodefit.Node, len(s.nodes))
+	for i := range s.nodes {
+		nodes[i] = nodefit.Node{Name: s.nodes[i].Name, Labels: s.nodes[i].Labels, Taints: s.nodes[i].Taints, Free: free[i]}
+	}
+	return nodefit.Fit(nodes, podSets)
+}
+
+func clone(free []capacity.Amounts) []capacity.Amounts {
+	out := make([]capacity.Amounts, len(free))
+	for i := range free {
+		out[i] = free[i].Clone()
+	}
+	return out
+}
+
+// perNode turns a placement into amounts per node.
+func perNode(podSets []nodefit.PodSet, placements []nodefit.Placement) map[string]capacity.Amounts {
+	out := map[string]capacity.Amounts{}
+	for _, pl := range placements {
+		ps := findPodSet(podSets, pl.PodSet)
+		if ps == nil {
+			continue
+		}
+		for _, nc := range pl.Nodes {
+			if out[nc.Node] == nil {
+				out[nc.Node] = capacity.Amounts{}
+			}
+			out[nc.Node].AddScaled(ps.Requests, int64(nc.Count))
+		}
+	}
+	return out
+}
+
+func findPodSet(podSets []nodefit.PodSet, name string) *nodefit.PodSet {
+	for i := range podSets {
+		if podSets[i].Name == name {
+			return &podSets[i]
+		}
+	}
+	return nil
+}
+
+// Make computes the plan.
+func Make(in Input) Plan {
+	s := newState(in.Nodes)
+	plan := Plan{Pending: map[string]string{}, Reserved: map[string]capacity.Amounts{}}
+	copies := make([]*Copy, len(in.Copies))
+	for i := range in.Copies {
+		copies[i] = &in.Copies[i]
+	}
+
+	// 1. Admitted copies keep the room of the pods they still expect.
+	admitted := filter(copies, Admitted)
+	sort.Slice(admitted, func(i, j int) bool {
+		return earlier(admitted[i].AdmittedAt, admitted[j].AdmittedAt, admitted[i].Key, admitted[j].Key)
+	})
+	reservations := map[string]map[string]capacity.Amounts{}
+	for _, c := range admitted {
+		r := s.reserveMissing(c)
+		reservations[c.Key] = r
+		add(s.now, s.index, r, -1)
+		add(s.future, s.index, r, -1)
+	}
+
+	// 2. Evicted copies release what they hold.
+	evicting := filter(copies, Evicting)
+	for _, c := range evicting {
+		add(s.future, s.index, c.Held, +1)
+	}
+
+	// 3. Pending copies, highest priority first.
+	pending := filter(copies, Pending)
+	sort.Slice(pending, func(i, j int) bool {
+		a, b := pending[i], pending[j]
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		return earlier(a.CreatedAt, b.CreatedAt, a.Key, b.Key)
+	})
+	evicted := map[string]bool{}
+	for _, c := range evicting {
+		evicted[c.Key] = true
+	}
+	for _, p := range pending {
+		now := s.fit(s.now, p.PodSets)
+		if now.Fits {
+			use := perNode(p.PodSets, now.Placements)
+			add(s.now, s.index, use, -1)
+			add(s.future, s.index, use, -1)
+			plan.Admit = append(plan.Admit, Admission{Key: p.Key, Placements: now.Placements})
+			reservations[p.Key] = use
+			continue
+		}
+		if future := s.fit(s.future, p.PodSets); future.Fits {
+			s.hold(perNode(p.PodSets, future.Placements))
+			plan.Pending[p.Key] = fmt.Sprintf("waiting for the pods of evicted workloads to stop (%s); %s", keys(evictingCopies(copies, evicted), 5), noRoom(now.Reason))
+			continue
+		}
+		victims, placements := s.victims(p, admitted, evicted, reservations)
+		if victims == nil {
+			plan.Pending[p.Key] = noRoom(now.Reason)
+			continue
+		}
+		for _, v := range victims {
+			evicted[v.Key] = true
+			add(s.future, s.index, v.Held, +1)
+			// Its pods not yet bound will never come.
+			add(s.now, s.index, reservations[v.Key], +1)
+			add(s.future, s.index, reservations[v.Key], +1)
+			delete(reservations, v.Key)
+			plan.Evict = append(plan.Evict, Eviction{Key: v.Key, Preemptor: p.Key, Message: fmt.Sprintf(
+				"Preempted in cluster %s by %s (priority %d) to make room for it on the nodes; this workload's priority is %d",
+				in.Cluster, p.Key, p.Priority, v.Priority)})
+		}
+		s.hold(perNode(p.PodSets, placements))
+		plan.Pending[p.Key] = fmt.Sprintf("preempting %s (lower priority) to make room; admitted once their pods are gone", keys(victims, 5))
+	}
+	for _, r := range reservations {
+		for node, a := range r {
+			if plan.Reserved[node] == nil {
+				plan.Reserved[node] = capacity.Amounts{}
+			}
+			plan.Reserved[node].Add(a)
+		}
+	}
+	return plan
+}
+
+// hold deducts a waiting copy's future placement from now and future.
+func (s *state) hold(use map[string]capacity.Amounts) {
+	add(s.now, s.index, use, -1)
+	add(s.future, s.index, use, -1)
+}
+
+// reserveMissing places the pods an admitted copy still expects: where the agent planned them when
+// it admitted the copy, less those already bound there; the rest (or all, after a restart) where
+// nodefit puts them now.
+func (s *state) reserveMissing(c *Copy) map[string]capacity.Amounts {
+	out := map[string]capacity.Amounts{}
+	for _, ps := range c.PodSets {
+		missing := c.Missing[ps.Name]
+		if missing <= 0 {
+			continue
+		}
+		for _, pl := range c.Planned {
+			if pl.PodSet != ps.Name {
+				continue
+			}
+			for _, nc := range pl.Nodes {
+				if _, ok := s.index[nc.Node]; !ok {
+					continue
+				}
+				n := min(missing, nc.Count-c.Bound[ps.Name][nc.Node])
+				if n <= 0 {
+					continue
+				}
+				if out[nc.Node] == nil {
+					out[nc.Node] = capacity.Amounts{}
+				}
+				out[nc.Node].AddScaled(ps.Requests, int64(n))
+				missing -= n
+			}
+		}
+		if missing <= 0 {
+			continue
+		}
+		rest := ps
+		rest.Count = missing
+		free := clone(s.now)
+		add(free, s.index, out, -1)
+		if r := s.fit(free, []nodefit.PodSet{rest}); r.Fits {
+			for node, a := range perNode([]nodefit.PodSet{rest}, r.Placements) {
+				if out[node] == nil {
+					out[node] = capacity.Amounts{}
+				}
+				out[node].Add(a)
+			}
+		}
+	}
+	return out
+}
+
+// victims finds the fewest lower-priority admitted copies whose removal lets p fit in the future,
+// and p's placement then; nil when p may not preempt or would still not fit.
+func (s *state) victims(p *Copy, admitted []*Copy, evicted map[string]bool, reservations map[string]map[string]capacity.Amounts) ([]*Copy, []nodefit.Placement) {
+	if p.Policy != fleetq.LocalPreemptionLowerPriority {
+		return nil, nil
+	}
+	var candidates []*Copy
+	for _, c := range admitted {
+		if c.Priority < p.Priority && !evicted[c.Key] {
+			candidates = append(candidates, c)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.AdmittedAt.Equal(b.AdmittedAt) {
+			return a.AdmittedAt.After(b.AdmittedAt)
+		}
+		return a.Key < b.Key
+	})
+	free := clone(s.future)
+	release := func(free []capacity.Amounts, c *Copy, sign int64) {
+		add(free, s.index, c.Held, sign)
+		add(free, s.index, reservations[c.Key], sign)
+	}
+	var chosen []*Copy
+	var fit nodefit.Result
+	for _, c := range candidates {
+		release(free, c, +1)
+		chosen = append(chosen, c)
+		if fit = s.fit(free, p.PodSets); fit.Fits {
+			break
+		}
+	}
+	if !fit.Fits {
+		return nil, nil
+	}
+	// Put back the victims that are not needed, higher priority (added later) first; the last one
+	// added is needed, or the search would have stopped before it.
+	for i := len(chosen) - 2; i >= 0; i-- {
+		trial := clone(free)
+		release(trial, chosen[i], -1)
+		if r := s.fit(trial, p.PodSets); r.Fits {
+			free, fit = trial, r
+			chosen = append(chosen[:i], chosen[i+1:]...)
+		}
+	}
+	return chosen, fit.Placements
+}
+
+func filter(copies []*Copy, phase Phase) []*Copy {
+	var out []*Copy
+	for _, c := range copies {
+		if c.Phase == phase {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func evictingCopies(copies []*Copy, evicted map[string]bool) []*Copy {
+	var out []*Copy
+	for _, c := range copies {
+		if evicted[c.Key] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func earlier(a, b time.Time, ka, kb string) bool {
+	if !a.Equal(b) {
+		return a.Before(b)
+	}
+	return ka < kb
+}
+
+// keys lists up to limit copy keys, sorted, and says how many more there are.
+func keys(copies []*Copy, limit int) string {
+	names := make([]string, 0, len(copies))
+	for _, c := range copies {
+		names = append(names, c.Key)
+	}
+	sort.Strings(names)
+	if len(names) > limit {
+		return strings.Join(names[:limit], ", ") + fmt.Sprintf(" and %d more", len(names)-limit)
+	}
+	return strings.Join(names, ", ")
+}
+
+// noRoom phrases nodefit's reason as a pending message.
+func noRoom(reason string) string { return "no node has room: " + reason }
