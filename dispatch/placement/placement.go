@@ -1,0 +1,298 @@
+// Package placement chooses the worker cluster an admitted workload runs on, from the workers'
+// latest capacity reports minus the placements already made but not yet visible in a report. It
+// is pure bookkeeping (no API calls): the scheduler asks it before committing an admission, so
+// quota is never reserved for a workload no worker has room for, and every decision comes with
+// a sentence per cluster saying why it was or was not chosen.
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	"github.com/fleetq/fleetq/internal/engine"
+	"github.com/fleetq/fleetq/internal/engine/nodefit"
+)
+
+// Book holds what placement decides on. It is safe for concurrent use.
+type Book struct {
+	mu      sync.Mutex
+	reports map[string]*report
+	// assumed are placements made since the worker's report last accounted them.
+	assumed map[string]*assumption
+}
+
+type report struct {
+	revision int64
+	updated  time.Time
+	fenced   bool
+	nodes    []node
+	flavors  map[string]bool
+}
+
+type node struct {
+	name    string
+	flavors []string
+	free    map[corev1.ResourceName]int64
+}
+
+type assumption struct {
+	cluster string
+	// take is what the placement takes from each node.
+	take map[string]map[corev1.ResourceName]int64
+	// admittedAt, once the worker admitted the copy, is when (worker clock); a report updated
+	// after it counts the copy and the assumption ends.
+	admittedAt time.Time
+}
+
+// NewBook returns an empty book.
+func NewBook() *Book {
+	return &Book{reports: map[string]*report{}, assumed: map[string]*assumption{}}
+}
+
+// SetReport records a worker's capacity report; older revisions are ignored. Assumptions the
+// report already accounts for end.
+func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.reports[cluster]; ok && cur.revision > cr.Status.Revision {
+		return
+	}
+	r := &report{revision: cr.Status.Revision, updated: cr.Status.UpdateTime.Time, fenced: cr.Status.Fenced, flavors: map[string]bool{}}
+	for _, f := range cr.Status.Flavors {
+		r.flavors[f.Name] = true
+	}
+	for _, n := range cr.Status.Nodes {
+		if n.Unschedulable {
+			continue
+		}
+		nd := node{name: n.Name, flavors: n.Flavors, free: map[corev1.ResourceName]int64{}}
+		for res, q := range n.Free {
+			nd.free[res] = engine.Amount(res, q)
+		}
+		r.nodes = append(r.nodes, nd)
+	}
+	b.reports[cluster] = r
+	for key, a := range b.assumed {
+		if a.cluster == cluster && !a.admittedAt.IsZero() && !r.updated.Before(a.admittedAt) {
+			delete(b.assumed, key)
+		}
+	}
+}
+
+// RemoveCluster forgets a worker's report and its assumptions.
+func (b *Book) RemoveCluster(cluster string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.reports, cluster)
+	for key, a := range b.assumed {
+		if a.cluster == cluster {
+			delete(b.assumed, key)
+		}
+	}
+}
+
+// Admitted tells the book the worker admitted a workload's copy at t (worker clock): the next
+// report written after t accounts for it.
+func (b *Book) Admitted(key string, t time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a, ok := b.assumed[key]
+	if !ok {
+		return
+	}
+	a.admittedAt = t
+	if r, ok := b.reports[a.cluster]; ok && !r.updated.Before(t) {
+		delete(b.assumed, key)
+	}
+}
+
+// Forget ends a workload's assumption (placement undone, copy gone).
+func (b *Book) Forget(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.assumed, key)
+}
+
+// Candidate is a worker a workload may go to, in preference order.
+type Candidate struct {
+	Cluster string
+	// Usable is false when the worker is not connected; Why says why.
+	Usable bool
+	Why    string
+}
+
+// Request is a workload to place: its pod sets and the flavors its admission assigned.
+type Request struct {
+	Key        string
+	PodSets    []engine.PodSet
+	Admission  *engine.Admission
+	Candidates []Candidate
+}
+
+// Decision is where a workload goes, or why nowhere.
+type Decision struct {
+	Cluster string
+	// Explanation has one clause per candidate, e.g.
+	// "us-east: chosen (fits on 2 nodes, score 0.88); eu-west: flavor a100-flavor absent".
+	Explanation string
+}
+
+// Place picks the first candidate, in the MultiKueueConfig's preference order, where the whole
+// workload fits now on nodes of its assigned flavors; within that cluster nodefit places pods
+// best-fit, which keeps large free blocks for later gangs. On success the placement is assumed
+// until the worker's report shows it.
+func (b *Book) Place(req Request) (Decision, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var clauses []string
+	chosen := ""
+	var chosenFit nodefit.Result
+	for _, c := range req.Candidates {
+		if chosen != "" {
+			break
+		}
+		if !c.Usable {
+			clauses = append(clauses, fmt.Sprintf("%s: %s", c.Cluster, c.Why))
+			continue
+		}
+		r, ok := b.reports[c.Cluster]
+		if !ok {
+			clauses = append(clauses, fmt.Sprintf("%s: no capacity report yet (is fleetq-agent running there?)", c.Cluster))
+			continue
+		}
+		if r.fenced {
+			clauses = append(clauses, fmt.Sprintf("%s: agent fenced (lost contact with this manager)", c.Cluster))
+			continue
+		}
+		nodes := b.freeNodes(c.Cluster, r)
+		res, why := fit(nodes, r, req)
+		if !res.Fits {
+			clauses = append(clauses, fmt.Sprintf("%s: %s", c.Cluster, why))
+			continue
+		}
+		chosen, chosenFit = c.Cluster, res
+		clauses = append(clauses, fmt.Sprintf("%s: chosen (fits on %d node(s))", c.Cluster, countNodes(res)))
+	}
+	if chosen == "" {
+		return Decision{Explanation: "no worker has room: " + strings.Join(clauses, "; ")}, false
+	}
+	b.assumed[req.Key] = &assumption{cluster: chosen, take: taken(chosenFit, req)}
+	return Decision{Cluster: chosen, Explanation: strings.Join(clauses, "; ")}, true
+}
+
+// freeNodes is a report's nodes minus what assumed placements took.
+func (b *Book) freeNodes(cluster string, r *report) []node {
+	out := make([]node, len(r.nodes))
+	for i, n := range r.nodes {
+		out[i] = node{name: n.name, flavors: n.flavors, free: make(map[corev1.ResourceName]int64, len(n.free))}
+		for res, v := range n.free {
+			out[i].free[res] = v
+		}
+	}
+	idx := make(map[string]int, len(out))
+	for i, n := range out {
+		idx[n.name] = i
+	}
+	for _, a := range b.assumed {
+		if a.cluster != cluster {
+			continue
+		}
+		for nodeName, take := range a.take {
+			if i, ok := idx[nodeName]; ok {
+				for res, v := range take {
+					out[i].free[res] -= v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fit runs the gang fit on the nodes that carry every flavor the admission assigned to a pod set.
+func fit(nodes []node, r *report, req Request) (nodefit.Result, string) {
+	var sets []nodefit.PodSet
+	cand := make([]nodefit.Node, len(nodes))
+	for j, n := range nodes {
+		cand[j] = nodefit.Node{Name: n.name, Labels: map[string]string{}, Free: n.free}
+	}
+	for i, ps := range req.PodSets {
+		flavors := flavorsOf(req.Admission, ps.Name)
+		for _, f := range flavors {
+			if !r.flavors[f] {
+				return nodefit.Result{}, fmt.Sprintf("flavor %s absent", f)
+			}
+		}
+		// Pods of this set may only use nodes of all its flavors: a label per pod set says so.
+		label := fmt.Sprintf("podset-%d", i)
+		for j, n := range nodes {
+			if hasAll(n.flavors, flavors) {
+				cand[j].Labels[label] = "yes"
+			}
+		}
+		sets = append(sets, nodefit.PodSet{Name: ps.Name, Count: ps.Count, Requests: ps.Requests, FlavorLabels: map[string]string{label: "yes"}})
+	}
+	res := nodefit.Fit(cand, sets)
+	if !res.Fits {
+		return res, res.Reason
+	}
+	return res, ""
+}
+
+func flavorsOf(a *engine.Admission, podSet string) []string {
+	var out []string
+	for _, ps := range a.PodSets {
+		if ps.Name != podSet {
+			continue
+		}
+		for _, f := range ps.Flavors {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func countNodes(res nodefit.Result) int {
+	set := map[string]bool{}
+	for _, p := range res.Placements {
+		for _, n := range p.Nodes {
+			set[n.Node] = true
+		}
+	}
+	return len(set)
+}
+
+// taken is what a placement takes from each node.
+func taken(res nodefit.Result, req Request) map[string]map[corev1.ResourceName]int64 {
+	out := map[string]map[corev1.ResourceName]int64{}
+	for i, p := range res.Placements {
+		reqs := req.PodSets[i].Requests
+		for _, nc := range p.Nodes {
+			if out[nc.Node] == nil {
+				out[nc.Node] = map[corev1.ResourceName]int64{}
+			}
+			for res, v := range reqs {
+				out[nc.Node][res] += v * int64(nc.Count)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package placement
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	"github.com/fleetq/fleetq/internal/engine"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+// gpuReport is a report of n nodes of one flavor, each with the given free GPUs.
+func gpuReport(revision int64, updated time.Time, flavor string, free ...int64) *fleetq.CapacityReport {
+	cr := &fleetq.CapacityReport{Status: fleetq.CapacityReportStatus{Revision: revision, UpdateTime: metav1.NewTime(updated)}}
+	cr.Status.Flavors = []fleetq.FlavorCapacity{{Name: flavor, Nodes: int32(len(free))}}
+	for i, f := range free {
+		cr.Status.Nodes = append(cr.Status.Nodes, fleetq.NodeCapacity{
+			Name:    flavor + "-" + string(rune('a'+i)),
+			Flavors: []string{flavor},
+			Free:    corev1.ResourceList{gpu: *resource.NewQuantity(f, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("96")},
+		})
+	}
+	return cr
+}
+
+func gpuRequest(key, flavor string, pods int32, perPod int64, candidates ...Candidate) Request {
+	return Request{
+		Key:     key,
+		PodSets: []engine.PodSet{{Name: "main", Count: pods, Requests: map[corev1.ResourceName]int64{gpu: perPod, corev1.ResourceCPU: 1000}}},
+		Admission: &engine.Admission{PodSets: []engine.PodSetAssignment{{
+			Name: "main", Count: pods, Flavors: map[corev1.ResourceName]string{gpu: flavor, corev1.ResourceCPU: flavor},
+		}}},
+		Candidates: candidates,
+	}
+}
+
+func usable(names ...string) []Candidate {
+	var out []Candidate
+	for _, n := range names {
+		out = append(out, Candidate{Cluster: n, Usable: true})
+	}
+	return out
+}
+
+func TestPlace(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cases := map[string]struct {
+		reports     map[string]*fleetq.CapacityReport
+		req         Request
+		wantCluster string
+		wantWhy     []string
+	}{
+		"first cluster in order that fits": {
+			reports:     map[string]*fleetq.CapacityReport{"us-east": gpuReport(1, t0, "a100", 8, 8), "us-west": gpuReport(1, t0, "a100", 8)},
+			req:         gpuRequest("ns/a", "a100", 2, 4, usable("us-east", "us-west")...),
+			wantCluster: "us-east",
+			wantWhy:     []string{"us-east: chosen (fits on 1 node(s))"},
+		},
+		"skips a cluster without the flavor": {
+			reports:     map[string]*fleetq.CapacityReport{"eu-west": gpuReport(1, t0, "l4", 4, 4), "us-east": gpuReport(1, t0, "a100", 8)},
+			req:         gpuRequest("ns/a", "a100", 1, 8, usable("eu-west", "us-east")...),
+			wantCluster: "us-east",
+			wantWhy:     []string{"eu-west: flavor a100 absent", "us-east: chosen"},
+		},
+		"a gang that fits no node": {
+			reports: map[string]*fleetq.CapacityReport{"us-east": gpuReport(1, t0, "a100", 8, 8)},
+			req:     gpuRequest("ns/a", "a100", 1, 9, usable("us-east")...),
+			wantWhy: []string{"no worker has room", "us-east: pod set \"main\"", "nvidia.com/gpu"},
+		},
+		"total is enough but no node has room for the gang": {
+			reports: map[string]*fleetq.CapacityReport{"us-east": gpuReport(1, t0, "a100", 3, 3, 3)},
+			req:     gpuRequest("ns/a", "a100", 2, 4, usable("us-east")...),
+			wantWhy: []string{"us-east: pod set \"main\""},
+		},
+		"unusable and unreported clusters say why": {
+			reports: map[string]*fleetq.CapacityReport{"us-east": gpuReport(1, t0, "a100", 8)},
+			req: gpuRequest("ns/a", "a100", 1, 1,
+				Candidate{Cluster: "us-west", Why: "not connected: ClientConnectionFailed"},
+				Candidate{Cluster: "ap-south", Usable: true},
+				Candidate{Cluster: "us-east", Usable: true}),
+			wantCluster: "us-east",
+			wantWhy:     []string{"us-west: not connected: ClientConnectionFailed", "ap-south: no capacity report yet"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := NewBook()
+			for c, r := range tc.reports {
+				b.SetReport(c, r)
+			}
+			d, ok := b.Place(tc.req)
+			if ok != (tc.wantCluster != "") || d.Cluster != tc.wantCluster {
+				t.Fatalf("Place = %q, %v (%s); want %q", d.Cluster, ok, d.Explanation, tc.wantCluster)
+			}
+			for _, w := range tc.wantWhy {
+				if !strings.Contains(d.Explanation, w) {
+					t.Errorf("explanation %q lacks %q", d.Explanation, w)
+				}
+			}
+		})
+	}
+}
+
+func TestAssumptionsKeepBackToBackPlacementsApart(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
+	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	var got []string
+	for _, key := range []string{"ns/a", "ns/b", "ns/c"} {
+		d, ok := b.Place(gpuRequest(key, "a100", 1, 8, usable("us-east", "us-west")...))
+		if ok {
+			got = append(got, d.Cluster)
+		} else {
+			got = append(got, "none")
+		}
+	}
+	if diff := cmp.Diff([]string{"us-east", "us-west", "none"}, got); diff != "" {
+		t.Fatalf("placements (-want +got):\n%s", diff)
+	}
+	// The worker admits ns/a at t1; a report from before t1 still needs the assumption...
+	t1 := t0.Add(time.Second)
+	b.Admitted("ns/a", t1)
+	b.SetReport("us-east", gpuReport(2, t0, "a100", 8))
+	if _, ok := b.Place(gpuRequest("ns/d", "a100", 1, 8, usable("us-east")...)); ok {
+		t.Fatal("a report older than the admission does not count the copy; us-east must still look full")
+	}
+	// ...and one written after t1 that shows the node full ends it.
+	b.SetReport("us-east", gpuReport(3, t1.Add(time.Second), "a100", 0))
+	if _, ok := b.Place(gpuRequest("ns/e", "a100", 1, 8, usable("us-east")...)); ok {
+		t.Fatal("the node is full by the new report")
+	}
+	b.SetReport("us-east", gpuReport(4, t1.Add(2*time.Second), "a100", 8))
+	if d, ok := b.Place(gpuRequest("ns/f", "a100", 1, 8, usable("us-east")...)); !ok {
+		t.Fatalf("after ns/a's copy is accounted and gone, us-east has room: %s", d.Explanation)
+	}
+}
+
+func TestOlderReportIgnoredAndForget(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	b.SetReport("us-east", gpuReport(5, t0, "a100", 8))
+	b.SetReport("us-east", gpuReport(4, t0, "a100", 0))
+	if _, ok := b.Place(gpuRequest("ns/a", "a100", 1, 8, usable("us-east")...)); !ok {
+		t.Fatal("an older revision must not replace a newer report")
+	}
+	if _, ok := b.Place(gpuRequest("ns/b", "a100", 1, 8, usable("us-east")...)); ok {
+		t.Fatal("ns/a's assumption must hold the node")
+	}
+	b.Forget("ns/a")
+	if _, ok := b.Place(gpuRequest("ns/b", "a100", 1, 8, usable("us-east")...)); !ok {
+		t.Fatal("after Forget the node is free again")
+	}
+}
