@@ -61,8 +61,13 @@ func AmountsOf(rl corev1.ResourceList) Amounts {
 	return out
 }
 
-// PodRequests is what one pod with this spec takes from its node, in canonical amounts.
-func PodRequests(spec *corev1.PodSpec) Amounts { return AmountsOf(podrequest.Of(spec)) }
+// PodRequests is what one pod with this spec takes from its node, in canonical amounts, including
+// one of the node's "pods" allocatable, as kube-scheduler counts it.
+func PodRequests(spec *corev1.PodSpec) Amounts {
+	out := AmountsOf(podrequest.Of(spec))
+	out[corev1.ResourcePods]++
+	return out
+}
 
 // List converts amounts back to a resource list, leaving out zero and negative entries (a missing
 // entry reads as zero), in the units a person writes ("96", "500m", "768Gi").
