@@ -72,6 +72,16 @@ func (c *cluster) path(elem ...string) string {
 	return filepath.Join(append([]string{c.dir}, elem...)...)
 }
 
+// save records the cluster's processes in the state file. It is called by whoever changes them (startup
+// and the fault functions, under mu), so it never reads a process another goroutine is changing.
+func (c *cluster) save() {
+	cs := lab.ClusterState{Name: c.spec.Name, Server: c.server, Kubeconfig: c.kubeconfig}
+	for _, name := range c.order {
+		cs.Processes = append(cs.Processes, c.procs[name].State)
+	}
+	c.lab.store(cs)
+}
+
 // proc returns the named process, creating its record on first use.
 func (c *cluster) proc(name string) *process.Process {
 	if p, ok := c.procs[name]; ok {
@@ -138,7 +148,7 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := c.writeKubeconfigs(); err != nil {
 		return err
 	}
-	c.lab.save()
+	c.save()
 	cs, err := c.clientset()
 	if err != nil {
 		return err
@@ -162,7 +172,7 @@ func (c *cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	c.lab.save()
+	c.save()
 	if err := c.proc(lab.Kwok).WaitFor(ctx, "nodes Ready", func(ctx context.Context) bool {
 		return nodesReady(ctx, cs, c.spec)
 	}); err != nil {
@@ -191,7 +201,7 @@ func (c *cluster) startEtcd(ctx context.Context) error {
 		if err := p.Start(c.lab.owned); err != nil {
 			return err
 		}
-		c.lab.save()
+		c.save()
 		waitCtx, cancel := context.WithTimeout(ctx, etcdReadyTimeout)
 		err := p.WaitFor(waitCtx, "healthy", func(ctx context.Context) bool { return etcdHealthy(ctx, c.etcdPort) })
 		cancel()
@@ -213,7 +223,7 @@ func (c *cluster) startAPIServer(ctx context.Context) error {
 		if err := p.Start(c.lab.owned); err != nil {
 			return err
 		}
-		c.lab.save()
+		c.save()
 		err := c.waitAPIReady(ctx, apiReadyTimeout)
 		if err == nil || attempt == bindAttempts || c.spec.APIServerPort != 0 || !lostPortRace(p) {
 			return err

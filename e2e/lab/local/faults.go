@@ -19,7 +19,7 @@ func (c *cluster) StopAPIServer(ctx context.Context) error {
 	if err := c.proc(lab.KubeAPIServer).Stop(ctx, stopGrace); err != nil {
 		return err
 	}
-	c.lab.save()
+	c.save()
 	return nil
 }
 
@@ -67,7 +67,7 @@ func (c *cluster) RestartAPIServer(ctx context.Context) error {
 	if err := p.Start(c.lab.owned); err != nil {
 		return err
 	}
-	c.lab.save()
+	c.save()
 	if err := c.waitAPIReady(ctx, apiReadyTimeout); err != nil {
 		return err
 	}
@@ -102,6 +102,7 @@ func (c *cluster) stopAll(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	c.save()
 	if len(errs) > 0 {
 		return errs[0]
 	}

@@ -210,7 +210,6 @@ func (l *localLab) stopAll(ctx context.Context) error {
 		wg.Go(func() { errs[i] = c.stopAll(ctx) })
 	}
 	wg.Wait()
-	l.save()
 	var result *multierror.Error
 	for _, err := range errs {
 		if err != nil {
@@ -220,19 +219,29 @@ func (l *localLab) stopAll(ctx context.Context) error {
 	return result.ErrorOrNil()
 }
 
-// save writes the state file from the clusters' current processes, so a crash at any point leaves a
-// file that leads `fleetq-lab down` to everything that runs.
+// save writes the state file from every cluster's current processes; only for moments when no
+// cluster is starting or stopping.
 func (l *localLab) save() {
+	for _, c := range l.clusters {
+		c.save()
+	}
+}
+
+// store records one cluster's state and rewrites the state file, so a crash at any point leaves a file
+// that leads `fleetq-lab down` to everything that runs.
+func (l *localLab) store(cs lab.ClusterState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.state.Clusters = l.state.Clusters[:0]
-	for _, c := range l.clusters {
-		cs := lab.ClusterState{Name: c.spec.Name, Server: c.server, Kubeconfig: c.kubeconfig}
-		for _, name := range c.order {
-			cs.Processes = append(cs.Processes, c.procs[name].State)
+	for i := range l.state.Clusters {
+		if l.state.Clusters[i].Name == cs.Name {
+			l.state.Clusters[i] = cs
+			if err := lab.WriteState(l.dir, l.state); err != nil {
+				l.progress("", "warning: %v", err)
+			}
+			return
 		}
-		l.state.Clusters = append(l.state.Clusters, cs)
 	}
+	l.state.Clusters = append(l.state.Clusters, cs)
 	if err := lab.WriteState(l.dir, l.state); err != nil {
 		l.progress("", "warning: %v", err)
 	}

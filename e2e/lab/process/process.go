@@ -22,17 +22,23 @@ import (
 	"github.com/fleetq/fleetq/e2e/lab"
 )
 
-// Process is one child process: started here (cmd set, done closes when it exits) or known only from a
-// state file (cmd nil), in which case it is checked and signalled through /proc.
+// Process is one child process: started here (run set, its done closes when the process exits) or known
+// only from a state file (run nil), in which case it is checked and signalled through /proc.
 type Process struct {
 	// Owner names what the process belongs to (a cluster) in errors.
 	Owner string
 	// State is the command line, log and identity; Start fills PID and StartTime.
 	State lab.ProcessState
 
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
+	run *run
+}
+
+// run is one start of a process: each start gets its own, so the goroutine reaping an earlier start
+// never touches a later one.
+type run struct {
+	done chan struct{}
+	// err is the result of Wait, readable once done is closed.
+	err error
 }
 
 // procState is what /proc says about a pid.
@@ -115,18 +121,16 @@ func (p *Process) Start(owned bool) error {
 	if err != nil {
 		return fmt.Errorf("cluster %q: start %s (%s): %w", p.Owner, p.State.Name, p.State.Args[0], err)
 	}
-	p.cmd = cmd
-	p.done = make(chan struct{})
-	p.waitErr = nil
+	r := &run{done: make(chan struct{})}
+	p.run = r
 	p.State.PID = cmd.Process.Pid
 	if ps, ok := readProc(cmd.Process.Pid); ok {
 		p.State.StartTime = ps.startTime
 	}
-	go func(done chan struct{}) {
-		err := cmd.Wait()
-		p.waitErr = err
-		close(done)
-	}(p.done)
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
 	return nil
 }
 
@@ -135,9 +139,9 @@ func (p *Process) Running() bool {
 	if p.State.PID == 0 {
 		return false
 	}
-	if p.done != nil {
+	if p.run != nil {
 		select {
-		case <-p.done:
+		case <-p.run.done:
 			return false
 		default:
 		}
@@ -158,13 +162,13 @@ func (p *Process) Frozen() bool {
 
 // ExitError describes why a process we started has exited.
 func (p *Process) ExitError() error {
-	if p.done == nil {
+	if p.run == nil {
 		return errors.New("not running")
 	}
 	select {
-	case <-p.done:
-		if p.waitErr != nil {
-			return fmt.Errorf("exited: %w", p.waitErr)
+	case <-p.run.done:
+		if p.run.err != nil {
+			return fmt.Errorf("exited: %w", p.run.err)
 		}
 		return errors.New("exited with status 0")
 	default:
@@ -207,6 +211,13 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	}
 	// The group may hold children of the process; they go with it.
 	_ = syscall.Kill(-p.State.PID, syscall.SIGKILL)
+	if p.run != nil {
+		// Our own child: return once it is reaped, so nothing of it is left, not even a zombie.
+		select {
+		case <-p.run.done:
+		case <-ctx.Done():
+		}
+	}
 	p.State.PID = 0
 	return nil
 }
