@@ -92,7 +92,7 @@ func upCommand(dir *string) *cobra.Command {
 	fs.StringVar(&f.mode, "mode", string(lab.ModeFull), "full (pods run on fake nodes) or apiserver (etcd and API server only)")
 	fs.StringVar(&f.provider, "provider", local.ProviderName, "local (processes) or kind (needs Docker with registry access)")
 	fs.IntVar(&f.basePort, "base-port", 0, "API server ports: management gets this one, workers the next ones; 0 picks free ports")
-	fs.StringVar(&f.specFile, "spec", "", "lab spec file (YAML); overrides --workers and --mode")
+	fs.StringVar(&f.specFile, "spec", "", "lab spec file (YAML); replaces --workers, --mode, --pod-run-time and --base-port")
 	fs.DurationVar(&f.podRunTime, "pod-run-time", 5*time.Second, "how long a Job's pod runs on a fake node (per pod: annotation "+lab.RunTimeAnnotation+")")
 	fs.StringVar(&f.binDir, "bin-dir", "", "directory of etcd, kube-* and kwok (default $FLEETQ_BIN_DIR, <repo>/bin, or next to fleetq-lab)")
 	// Tests that run the command in-process tie the lab to themselves.
