@@ -104,7 +104,8 @@ type cycle struct {
 	// acc is usage now: admitted (evicting included) plus this cycle's admissions and reservations.
 	acc accounting
 	// fut is acc without the workloads being evicted: what preemption searches work on.
-	fut      accounting
+	fut accounting
+	// evicting names the victims this cycle chose.
 	evicting map[string]bool
 	// evictingIn lists, per tree root node id, the workloads being evicted (sorted by key).
 	evictingIn map[int][]*admittedWorkload
