@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"syscall"
-	"time"
 )
 
 // portPicker hands out distinct free loopback ports. It keeps each port's listener open until release,
@@ -42,14 +41,4 @@ func CheckPortFree(port int) error {
 		return fmt.Errorf("port %d on 127.0.0.1 cannot be used: %w", port, err)
 	}
 	return l.Close()
-}
-
-// PortOpen reports whether something accepts connections on 127.0.0.1:port.
-func PortOpen(port int) bool {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
