@@ -41,6 +41,10 @@ type FairSharingOptions struct {
 // Options tune a cycle.
 type Options struct {
 	FairSharing *FairSharingOptions
+	// Place, when set, is asked before an admission is committed whether the workload has
+	// somewhere to run (multi-cluster dispatch: a worker with room for all its pods). When it
+	// says no, the workload stays pending with its reason (NoPlacement) and takes no quota.
+	Place func(w *Workload, a *Admission) (ok bool, reason string)
 }
 
 // Run performs one admission cycle over the snapshot and the pending queues and returns its
@@ -202,9 +206,7 @@ func (c *cycle) process(e *entry) {
 	name := e.cq.spec.Name
 	adm := e.asg.admission(e.cq)
 	if e.asg.mode == fits {
-		c.charge(e)
-		c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: e.asg.borrows})
-		c.pullHead(name)
+		c.admit(e, adm, e.asg.borrows)
 		return
 	}
 	victims, waitFor, ok := c.findVictims(e.w, e.cq, e.asg.amounts, false)
@@ -237,10 +239,7 @@ func (c *cycle) process(e *entry) {
 		}
 	default:
 		// Usage changed under the nomination and it fits outright now.
-		borrows := c.acc.borrows(e.cq.node, e.asg.amounts)
-		c.charge(e)
-		c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: borrows})
-		c.pullHead(name)
+		c.admit(e, adm, c.acc.borrows(e.cq.node, e.asg.amounts))
 		return
 	}
 	// The preemptor reserves its quota for the rest of the cycle (victims still count too), so
@@ -250,6 +249,30 @@ func (c *cycle) process(e *entry) {
 		c.blocked[name] = true
 		return
 	}
+	c.pullHead(name)
+}
+
+// admit commits an admission, unless the placement hook finds nowhere to run it: then the
+// workload waits (parked under BestEffortFIFO, blocking the queue under StrictFIFO) and its
+// quota stays free for the rest of the cycle.
+func (c *cycle) admit(e *entry, adm *Admission, borrows bool) {
+	name := e.cq.spec.Name
+	if c.opts.Place != nil {
+		if ok, why := c.opts.Place(e.w, adm); !ok {
+			strict := e.cq.spec.QueueingStrategy == StrictFIFO
+			c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: NoPlacement, Message: why, Parked: !strict})
+			if strict {
+				c.requeue = append(c.requeue, e.w)
+				c.blocked[name] = true
+				return
+			}
+			c.q.Park(e.w)
+			c.pullHead(name)
+			return
+		}
+	}
+	c.charge(e)
+	c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: borrows})
 	c.pullHead(name)
 }
 

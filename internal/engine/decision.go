@@ -29,6 +29,8 @@ const (
 	// WaitingForEvictions: evictions already under way will free enough quota; nothing more
 	// is preempted meanwhile.
 	WaitingForEvictions PendingReason = "WaitingForEvictions"
+	// NoPlacement: quota fits but Options.Place found nowhere to run the workload.
+	NoPlacement PendingReason = "NoPlacement"
 )
 
 // PreemptionReason is why a victim is preempted; the values are Kueue's condition reasons.

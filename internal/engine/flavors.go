@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +70,12 @@ func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
 					names = append(names, r)
 				}
 			}
-			sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+			// Insertion sort: a pod set requests a handful of resources, and sort.Slice allocates.
+			for i := 1; i < len(names); i++ {
+				for j := i; j > 0 && names[j] < names[j-1]; j-- {
+					names[j], names[j-1] = names[j-1], names[j]
+				}
+			}
 			for _, r := range names {
 				gi, ok := cq.groupOf[r]
 				if !ok {
@@ -95,7 +99,11 @@ func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
 					}
 				}
 			}
-			sort.Slice(pd.groups, func(i, j int) bool { return pd.groups[i].group < pd.groups[j].group })
+			for i := 1; i < len(pd.groups); i++ {
+				for j := i; j > 0 && pd.groups[j].group < pd.groups[j-1].group; j-- {
+					pd.groups[j], pd.groups[j-1] = pd.groups[j-1], pd.groups[j]
+				}
+			}
 		}
 		out = append(out, pd)
 	}

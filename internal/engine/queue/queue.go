@@ -34,7 +34,7 @@ func New() *Manager {
 func (m *Manager) queue(name string) *clusterQueue {
 	q, ok := m.queues[name]
 	if !ok {
-		q = &clusterQueue{name: name, heap: workloadHeap{index: map[string]int{}}, parked: map[string]*engine.Workload{}}
+		q = &clusterQueue{name: name, heap: workloadHeap{index: map[string]*item{}}, parked: map[string]*engine.Workload{}}
 		m.queues[name] = q
 	}
 	return q
@@ -60,8 +60,8 @@ func (m *Manager) Delete(key string) bool {
 		delete(q.parked, key)
 		return true
 	}
-	if i, ok := q.heap.index[key]; ok {
-		heap.Remove(&q.heap, i)
+	if it, ok := q.heap.index[key]; ok {
+		heap.Remove(&q.heap, it.pos)
 	}
 	return true
 }
@@ -99,20 +99,19 @@ func (m *Manager) Len(clusterQueue string) (active, parked int) {
 }
 
 // Position reports a pending workload's 0-based rank in its queue's active heap order, or -1 when
-// it is parked or unknown. It costs O(n log n) and exists for the visibility status, not cycles.
+// it is parked or unknown. It costs O(n) and exists for the visibility status, not cycles.
 func (m *Manager) Position(key string) int {
 	q, ok := m.where[key]
 	if !ok {
 		return -1
 	}
-	i, ok := q.heap.index[key]
+	it, ok := q.heap.index[key]
 	if !ok {
 		return -1
 	}
-	target := q.heap.items[i]
 	rank := 0
-	for _, w := range q.heap.items {
-		if engine.WorkloadBefore(w, target) {
+	for _, other := range q.heap.items {
+		if engine.WorkloadBefore(other.w, it.w) {
 			rank++
 		}
 	}
@@ -153,29 +152,35 @@ func (m *Manager) Park(w *engine.Workload) {
 	m.where[w.Key] = q
 }
 
-// workloadHeap is a binary heap in engine queue order with a key index for O(log n) removal.
+// workloadHeap is a binary heap in engine queue order. Each item knows its position, so removal
+// by key is O(log n) and a swap touches no map.
 type workloadHeap struct {
-	items []*engine.Workload
-	index map[string]int
+	items []*item
+	index map[string]*item
+}
+
+type item struct {
+	w   *engine.Workload
+	pos int
 }
 
 func (h *workloadHeap) Len() int           { return len(h.items) }
-func (h *workloadHeap) Less(i, j int) bool { return engine.WorkloadBefore(h.items[i], h.items[j]) }
+func (h *workloadHeap) Less(i, j int) bool { return engine.WorkloadBefore(h.items[i].w, h.items[j].w) }
 func (h *workloadHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.index[h.items[i].Key] = i
-	h.index[h.items[j].Key] = j
+	h.items[i].pos = i
+	h.items[j].pos = j
 }
 func (h *workloadHeap) Push(x any) {
-	w := x.(*engine.Workload)
-	h.index[w.Key] = len(h.items)
-	h.items = append(h.items, w)
+	it := &item{w: x.(*engine.Workload), pos: len(h.items)}
+	h.index[it.w.Key] = it
+	h.items = append(h.items, it)
 }
 func (h *workloadHeap) Pop() any {
 	old := h.items
-	w := old[len(old)-1]
+	it := old[len(old)-1]
 	old[len(old)-1] = nil
 	h.items = old[:len(old)-1]
-	delete(h.index, w.Key)
-	return w
+	delete(h.index, it.w.Key)
+	return it.w
 }
