@@ -201,6 +201,20 @@ func (c *Cache) RouteChecks(clusterQueue string) []kueue.AdmissionCheckReference
 	return nil
 }
 
+// AllChecks maps every ClusterQueue with admission checks to them (a copy: the scheduler reads
+// it while the cache is locked for its cycle).
+func (c *Cache) AllChecks() map[string][]kueue.AdmissionCheckReference {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string][]kueue.AdmissionCheckReference{}
+	for name, cq := range c.cqs {
+		if len(cq.checks) > 0 {
+			out[name] = cq.checks
+		}
+	}
+	return out
+}
+
 // LocalQueuesOf lists the LocalQueues (namespace/name) that feed a ClusterQueue.
 func (c *Cache) LocalQueuesOf(clusterQueue string) []string {
 	c.mu.Lock()

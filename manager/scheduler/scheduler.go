@@ -40,6 +40,8 @@ const (
 	ReasonQuotaReserved = "QuotaReserved"
 	ReasonAdmitted      = "Admitted"
 	ReasonPending       = "Pending"
+	// ReasonNoPlacement: quota fits but no worker has room for all the workload's pods now.
+	ReasonNoPlacement = "NoPlacement"
 )
 
 // Scheduler is the admission loop; it runs only on the elected leader.
@@ -55,7 +57,21 @@ type Scheduler struct {
 	Workers int
 	// Tick re-runs a cycle even without a signal, as a safety net.
 	Tick time.Duration
+	// Placer, when set, must find a worker for admissions in ClusterQueues with a MultiKueue
+	// check before their quota is reserved (see package dispatch).
+	Placer Placer
 }
+
+// Placer picks the worker cluster an admission runs on, or explains why none has room; ok with
+// an empty cluster means the queue does not dispatch.
+type Placer interface {
+	Place(w *engine.Workload, a *engine.Admission, checks []kueue.AdmissionCheckReference) (cluster string, ok bool, why string)
+	// Forget undoes a placement whose admission was not written.
+	Forget(key string)
+}
+
+// placement is where an admitted workload was placed, and why there.
+type placement struct{ cluster, why string }
 
 // NeedLeaderElection makes the loop run only on the leader.
 func (s *Scheduler) NeedLeaderElection() bool { return true }
@@ -85,10 +101,22 @@ func (s *Scheduler) Start(ctx context.Context) error {
 func (s *Scheduler) Cycle(ctx context.Context) []engine.Decision {
 	var decisions []engine.Decision
 	admitted := map[string]*engine.Workload{}
+	placed := map[string]placement{}
+	opts := s.Options
+	if s.Placer != nil {
+		checks := s.Cache.AllChecks()
+		opts.Place = func(w *engine.Workload, a *engine.Admission) (bool, string) {
+			cluster, ok, why := s.Placer.Place(w, a, checks[w.ClusterQueue])
+			if ok && cluster != "" {
+				placed[w.Key] = placement{cluster, why}
+			}
+			return ok, why
+		}
+	}
 	s.Cache.WithSnapshot(func(snap *engine.Snapshot) {
 		s.Queues.WithLocked(func(m *enginequeue.Manager) {
 			rec := &recordingQueues{Manager: m, popped: map[string]*engine.Workload{}}
-			decisions = engine.Run(snap, rec, s.Options)
+			decisions = engine.Run(snap, rec, opts)
 			for i := range decisions {
 				d := &decisions[i]
 				if d.Kind != engine.Admit {
@@ -107,6 +135,7 @@ func (s *Scheduler) Cycle(ctx context.Context) []engine.Decision {
 		if s.Cache.HoldsQuota(key) {
 			// A stale copy of an admitted workload was queued again; never admit twice.
 			delete(admitted, key)
+			s.forgetPlacement(key, placed)
 			continue
 		}
 		if err := s.Cache.Assume(*wl, lq, len(s.Cache.RouteChecks(wl.ClusterQueue)) == 0); err != nil {
@@ -114,8 +143,14 @@ func (s *Scheduler) Cycle(ctx context.Context) []engine.Decision {
 		}
 		s.Queues.Delete(key)
 	}
-	s.apply(ctx, decisions, admitted)
+	s.apply(ctx, decisions, admitted, placed)
 	return decisions
+}
+
+func (s *Scheduler) forgetPlacement(key string, placed map[string]placement) {
+	if _, ok := placed[key]; ok && s.Placer != nil {
+		s.Placer.Forget(key)
+	}
 }
 
 // recordingQueues remembers the workloads a cycle popped, to assume the admitted ones.
@@ -132,14 +167,19 @@ func (r *recordingQueues) Pop(cq string) *engine.Workload {
 	return w
 }
 
-func (s *Scheduler) apply(ctx context.Context, decisions []engine.Decision, admitted map[string]*engine.Workload) {
+func (s *Scheduler) apply(ctx context.Context, decisions []engine.Decision, admitted map[string]*engine.Workload, placed map[string]placement) {
 	work := make(chan func(), len(decisions))
 	for i := range decisions {
 		d := decisions[i]
 		switch d.Kind {
 		case engine.Admit:
 			if wl, ok := admitted[d.Workload]; ok {
-				work <- func() { s.admit(ctx, d, wl) }
+				p, dispatched := placed[d.Workload]
+				work <- func() {
+					if !s.admit(ctx, d, wl, p) && dispatched {
+						s.Placer.Forget(d.Workload)
+					}
+				}
 			}
 		case engine.Preempt:
 			work <- func() { s.preempt(ctx, d) }
@@ -159,24 +199,26 @@ func (s *Scheduler) apply(ctx context.Context, decisions []engine.Decision, admi
 	wg.Wait()
 }
 
-func (s *Scheduler) admit(ctx context.Context, d engine.Decision, ewl *engine.Workload) {
+// admit writes an admission and reports whether it landed.
+func (s *Scheduler) admit(ctx context.Context, d engine.Decision, ewl *engine.Workload, p placement) bool {
 	log := s.Log.WithValues("workload", d.Workload, "clusterQueue", d.ClusterQueue)
-	err := s.writeAdmission(ctx, d)
+	err := s.writeAdmission(ctx, d, p)
 	if err == nil {
-		log.V(2).Info("Admitted", "borrows", d.Borrows)
-		return
+		log.V(2).Info("Admitted", "borrows", d.Borrows, "cluster", p.cluster)
+		return true
 	}
 	// Drop the assumption and queue the workload again; the next cycle decides afresh.
 	s.Queues.Wake(s.Cache.Release(d.Workload)...)
 	if apierrors.IsNotFound(err) {
-		return
+		return false
 	}
 	log.V(1).Info("Admission not written; requeueing", "error", err.Error())
 	ewl.Admission = nil
 	s.Queues.Add(ewl, s.Queues.LocalQueueOf(d.Workload), time.Time{})
+	return false
 }
 
-func (s *Scheduler) writeAdmission(ctx context.Context, d engine.Decision) error {
+func (s *Scheduler) writeAdmission(ctx context.Context, d engine.Decision, p placement) error {
 	wl := &kueue.Workload{}
 	if err := s.Client.Get(ctx, workload.SplitKey(d.Workload), wl); err != nil {
 		return err
@@ -200,8 +242,15 @@ func (s *Scheduler) writeAdmission(ctx context.Context, d engine.Decision) error
 	if len(checks) == 0 {
 		workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, ReasonAdmitted, "The workload is admitted", now)
 	} else {
+		checkMsg := ""
+		if p.cluster != "" {
+			wl.Status.ClusterName = &p.cluster
+			wl.Status.NominatedClusterNames = nil
+			msg += ", placed on worker " + p.cluster
+			checkMsg = fmt.Sprintf("Dispatching to worker %s. Placement: %s", p.cluster, p.why)
+		}
 		for _, name := range checks {
-			setCheckState(wl, name, kueue.CheckStatePending, "", now)
+			setCheckState(wl, name, kueue.CheckStatePending, checkMsg, now)
 		}
 	}
 	if err := s.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -209,6 +258,9 @@ func (s *Scheduler) writeAdmission(ctx context.Context, d engine.Decision) error
 	}
 	if s.Recorder != nil {
 		s.Recorder.Eventf(wl, nil, "Normal", ReasonQuotaReserved, "Admit", "%s; %s", msg, admissionSummary(d.Admission))
+		if p.cluster != "" {
+			s.Recorder.Eventf(wl, nil, "Normal", "Placed", "Dispatch", "Placed on worker %s: %s", p.cluster, p.why)
+		}
 	}
 	return nil
 }
@@ -257,6 +309,8 @@ func reasonFor(r engine.PendingReason) string {
 	switch r {
 	case engine.ClusterQueueInactive, engine.ClusterQueueNotFound:
 		return kueue.WorkloadInadmissible
+	case engine.NoPlacement:
+		return ReasonNoPlacement
 	default:
 		return ReasonPending
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,7 +22,9 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -30,8 +33,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/dispatch"
 	"github.com/fleetq/fleetq/internal/engine"
 	"github.com/fleetq/fleetq/manager/cache"
 	"github.com/fleetq/fleetq/manager/certs"
@@ -51,6 +56,8 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(fleetq.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
 	return s
 }
 
@@ -72,7 +79,9 @@ type Manager struct {
 	Cache     *cache.Cache
 	Queues    *queue.Queues
 	Scheduler *scheduler.Scheduler
-	certs     *certs.Manager
+	// Dispatcher runs admitted workloads of MultiKueue queues in worker clusters.
+	Dispatcher *dispatch.Dispatcher
+	certs      *certs.Manager
 }
 
 // New wires the manager. It does not contact the API server until Start.
@@ -111,7 +120,12 @@ func New(opts Options) (*Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
 		Client:                        client.Options{FieldOwner: FieldManager},
-		Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
+		// The manager reads Secrets (worker kubeconfigs, its webhook certificate) only in its own
+		// namespace and Cluster API's: its cache never lists Secrets anywhere else.
+		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
+			&corev1.Secret{}: {Namespaces: secretNamespaces(cfg)},
+		}},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -172,6 +186,12 @@ func (m *Manager) wire(opts Options) error {
 			return err
 		}
 	}
+	d, err := dispatch.Setup(ctx, m, dispatch.Options{Config: cfg, Clock: clk, Log: log.WithName("dispatch"), WakeQueues: m.Queues.WakeAll})
+	if err != nil {
+		return err
+	}
+	m.Dispatcher = d
+	m.Scheduler.Placer = d
 	return m.setupWebhooks(cfg)
 }
 
@@ -202,6 +222,14 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("webhook certificate: %w", err)
 	}
 	return m.Manager.Start(ctx)
+}
+
+func secretNamespaces(cfg *config.Configuration) map[string]ctrlcache.Config {
+	out := map[string]ctrlcache.Config{cfg.Namespace: {}}
+	if ns := cfg.MultiCluster.ClusterAPINamespace; ns != "" {
+		out[ns] = ctrlcache.Config{}
+	}
+	return out
 }
 
 // FreePort returns a free loopback TCP port, for tests and the lab that run several managers.

@@ -1,0 +1,535 @@
+// Package copies runs dispatched workloads in their worker: for a workload the scheduler placed
+// (status.clusterName), it creates the Namespace (when missing), the Job and the Workload copy in
+// that worker, turns the worker's verdict into the MultiKueue admission check (Ready: running
+// there; Retry: evicted there, rejected there or lost with it), mirrors the worker's Job status
+// into the management cluster's Job, and deletes the copies, after checking they are its own,
+// when the workload finishes, is evicted or deleted.
+package copies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hashicorp/go-multierror"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/dispatch/checks"
+	"github.com/fleetq/fleetq/dispatch/placement"
+	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/internal/workload"
+	"github.com/fleetq/fleetq/manager/jobs"
+)
+
+// Labels and annotations the manager puts on what it creates in workers.
+const (
+	// WorkloadNameAnnotation on a remote Job names the Workload it runs, to map its events back.
+	WorkloadNameAnnotation = "fleetq.dev/workload-name"
+	// CreatedByLabel marks Namespaces fleetq created in a worker.
+	CreatedByLabel = "fleetq.dev/created-by"
+)
+
+// Reasons of admission check states and evictions this package writes.
+const (
+	ReasonRunning  = "Running"
+	ReasonRejected = "Rejected"
+)
+
+// Reconciler syncs one dispatched workload with its worker.
+type Reconciler struct {
+	Client   client.Client
+	Registry *registry.Registry
+	Book     *placement.Book
+	Checks   *checks.Index
+	Clock    clock.PassiveClock
+	Log      logr.Logger
+	Recorder events.EventRecorder
+	// Origin labels every remote object; only objects carrying it are ever deleted.
+	Origin string
+	// WorkerLostTimeout is how long an unreachable worker keeps its workloads; after it their
+	// copies are taken as gone (the agent fenced them) and the workloads are placed elsewhere.
+	WorkerLostTimeout time.Duration
+	// RejectAfter is how long a copy may wait unadmitted in its worker before it is placed again.
+	RejectAfter time.Duration
+	// MirrorInterval is the least time between two mirrors of a running job's status.
+	MirrorInterval time.Duration
+	// Remote receives manager workloads to reconcile after a change seen in a worker.
+	Remote chan event.TypedGenericEvent[*kueue.Workload]
+
+	mu           sync.Mutex
+	pendingSince map[string]time.Time
+	lastMirror   map[string]time.Time
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.pendingSince, r.lastMirror = map[string]time.Time{}, map[string]time.Time{}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dispatch").
+		For(&kueue.Workload{}).
+		WatchesRawSource(source.Channel(r.Remote, &handler.TypedEnqueueRequestForObject[*kueue.Workload]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Complete(r)
+}
+
+// RemoteChanged is the registry's OnChange hook for copies: it maps a remote Workload or Job to
+// the manager workload it belongs to.
+func (r *Reconciler) RemoteChanged(_ string, obj client.Object) {
+	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin {
+		return
+	}
+	wl := &kueue.Workload{}
+	wl.Namespace = obj.GetNamespace()
+	switch o := obj.(type) {
+	case *kueue.Workload:
+		wl.Name = o.Name
+	case *batchv1.Job:
+		wl.Name = o.Annotations[WorkloadNameAnnotation]
+	default:
+		return
+	}
+	if wl.Name == "" {
+		return
+	}
+	r.Remote <- event.TypedGenericEvent[*kueue.Workload]{Object: wl}
+}
+
+// Reconcile moves one workload's copies a step.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	key := req.Namespace + "/" + req.Name
+	wl := &kueue.Workload{}
+	if err := r.Client.Get(ctx, req.NamespacedName, wl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		r.forget(key)
+		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, "", "")
+	}
+	check, ok := r.multiKueueCheck(wl)
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	cluster := workload.ClusterName(wl)
+	if wl.DeletionTimestamp != nil || !workload.HasQuotaReservation(wl) || workload.IsFinished(wl) || workload.IsEvicted(wl) || !workload.IsActive(wl) {
+		return r.stop(ctx, wl, cluster)
+	}
+	if cluster == "" {
+		return reconcile.Result{}, nil // reserved by an older manager without a placement; the scheduler's placement sets it
+	}
+	w, h := r.Registry.Get(cluster)
+	if w == nil || !h.Active {
+		if r.lost(h) {
+			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s lost: unreachable since %s (%s), longer than workerLostTimeout (%s)",
+				cluster, h.Since.UTC().Format(time.RFC3339), h.Message, r.WorkerLostTimeout))
+		}
+		return reconcile.Result{RequeueAfter: time.Second}, r.setCheck(ctx, wl, check, kueue.CheckStatePending,
+			fmt.Sprintf("waiting for worker %s to answer: %s", cluster, h.Message))
+	}
+	job, err := r.managerJob(ctx, wl)
+	if err != nil || job == nil {
+		return reconcile.Result{}, err
+	}
+	remote, err := r.ensureCopies(ctx, w, wl, job)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("workload %s in worker %s: %w", key, cluster, err)
+	}
+	res, err := r.follow(ctx, wl, check, cluster, remote)
+	if err != nil {
+		return res, err
+	}
+	return r.mirror(ctx, w, wl, job, res)
+}
+
+func (r *Reconciler) multiKueueCheck(wl *kueue.Workload) (kueue.AdmissionCheckReference, bool) {
+	for _, ac := range wl.Status.AdmissionChecks {
+		if r.Checks.IsMultiKueue(ac.Name) {
+			return ac.Name, true
+		}
+	}
+	return "", false
+}
+
+func (r *Reconciler) lost(h registry.Health) bool {
+	return !h.Active && !h.Since.IsZero() && r.Clock.Since(h.Since) >= r.WorkerLostTimeout
+}
+
+func (r *Reconciler) forget(key string) {
+	r.Book.Forget(key)
+	r.mu.Lock()
+	delete(r.pendingSince, key)
+	delete(r.lastMirror, key)
+	r.mu.Unlock()
+}
+
+// stop removes the copies of a workload that no longer runs in its worker and, once they are
+// gone, clears the mirrored job status so the job integration can requeue the workload.
+func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster string) (reconcile.Result, error) {
+	key := workload.Key(wl)
+	err := r.removeCopies(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, wl.UID, cluster)
+	if err != nil {
+		return reconcile.Result{RequeueAfter: time.Second}, err
+	}
+	r.forget(key)
+	if workload.IsFinished(wl) {
+		return reconcile.Result{}, nil
+	}
+	job, err := r.managerJob(ctx, wl)
+	if err != nil || job == nil {
+		return reconcile.Result{}, err
+	}
+	if job.Status.Active == 0 && ptr.Deref(job.Status.Ready, 0) == 0 && ptr.Deref(job.Status.Terminating, 0) == 0 {
+		return reconcile.Result{}, nil
+	}
+	orig := job.DeepCopy()
+	job.Status.Active, job.Status.Ready, job.Status.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)))
+}
+
+// removeCopies deletes a workload's Job and Workload copies from every worker, only those that
+// carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
+// reached holds its copies until it is lost (its agent fenced them) or back (then they go).
+func (r *Reconciler) removeCopies(ctx context.Context, name types.NamespacedName, uid types.UID, cluster string) error {
+	var errs *multierror.Error
+	for _, c := range r.Registry.Names() {
+		w, h := r.Registry.Get(c)
+		if w == nil || !h.Active {
+			if c == cluster && !r.lost(h) {
+				errs = multierror.Append(errs, fmt.Errorf("worker %s: unreachable, its copies of %s stay until it answers or is lost", c, name))
+			}
+			continue
+		}
+		for _, obj := range []client.Object{&kueue.Workload{}, &batchv1.Job{}} {
+			if err := r.deleteOwned(ctx, w, obj, name, uid); err != nil {
+				errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
+			}
+		}
+	}
+	return errs.ErrorOrNil()
+}
+
+func (r *Reconciler) deleteOwned(ctx context.Context, w *registry.Worker, obj client.Object, name types.NamespacedName, uid types.UID) error {
+	if err := w.Client.Get(ctx, name, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin {
+		return nil // not ours: never touched
+	}
+	if uid != "" && obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(uid) {
+		return nil // a copy of another incarnation of the workload; garbage collection decides
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %T %s: %w", obj, name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) managerJob(ctx context.Context, wl *kueue.Workload) (*batchv1.Job, error) {
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil || ref.Kind != "Job" {
+		return nil, nil
+	}
+	job := &batchv1.Job{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if job.UID != ref.UID {
+		return nil, nil
+	}
+	return job, nil
+}
+
+// ensureCopies creates what the worker needs to run the workload and returns the Workload copy.
+func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *kueue.Workload, job *batchv1.Job) (*kueue.Workload, error) {
+	if err := r.ensureNamespace(ctx, w, wl.Namespace); err != nil {
+		return nil, err
+	}
+	rjob := &batchv1.Job{}
+	err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob)
+	if apierrors.IsNotFound(err) {
+		rjob, err = r.remoteJob(ctx, wl, job)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.Client.Create(ctx, rjob); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating job copy: %w", err)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if stale, err := r.replaceStale(ctx, w, rjob, wl.UID); stale || err != nil {
+		return nil, err
+	}
+	rwl := &kueue.Workload{}
+	err = w.Client.Get(ctx, client.ObjectKeyFromObject(wl), rwl)
+	if apierrors.IsNotFound(err) {
+		policy, err := r.localPreemption(ctx, wl)
+		if err != nil {
+			return nil, err
+		}
+		rwl = r.remoteWorkload(wl, rjob, policy)
+		if err := w.Client.Create(ctx, rwl); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating workload copy: %w", err)
+		}
+		return rwl, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if stale, err := r.replaceStale(ctx, w, rwl, wl.UID); stale || err != nil {
+		return nil, err
+	}
+	return rwl, nil
+}
+
+// replaceStale deletes a copy left by an earlier incarnation of the same workload name.
+func (r *Reconciler) replaceStale(ctx context.Context, w *registry.Worker, obj client.Object, uid types.UID) (bool, error) {
+	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin {
+		return true, fmt.Errorf("%T %s/%s already exists in worker %s and was not created by this manager; rename the job or remove that object", obj, obj.GetNamespace(), obj.GetName(), w.Name)
+	}
+	if obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
+		return false, nil
+	}
+	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return true, err
+	}
+	return true, errors.New("a stale copy from an earlier workload of the same name is being deleted")
+}
+
+func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, name string) error {
+	ns := &corev1.Namespace{}
+	err := w.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{CreatedByLabel: "fleetq", kueue.MultiKueueOriginLabel: r.Origin}}}
+	if err := w.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// remoteJob builds the worker's copy of a Job: suspended (the agent starts it when it fits),
+// with the pod template the user wrote plus the assigned flavors' node selector and tolerations.
+func (r *Reconciler) remoteJob(ctx context.Context, wl *kueue.Workload, job *batchv1.Job) (*batchv1.Job, error) {
+	labels := maps.Clone(job.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	delete(labels, kueue.QueueNameLabel)
+	labels[kueue.MultiKueueOriginLabel] = r.Origin
+	annotations := maps.Clone(job.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[kueue.MultiKueueOriginUIDAnnotation] = string(wl.UID)
+	annotations[WorkloadNameAnnotation] = wl.Name
+	spec := *job.Spec.DeepCopy()
+	spec.Suspend = ptr.To(true)
+	spec.ManagedBy = nil
+	spec.Selector, spec.ManualSelector = nil, nil
+	if len(wl.Spec.PodSets) > 0 {
+		spec.Template = *wl.Spec.PodSets[0].Template.DeepCopy()
+	}
+	for _, l := range []string{batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name"} {
+		delete(spec.Template.Labels, l)
+	}
+	flavors := map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		for _, f := range psa.Flavors {
+			rf := &kueue.ResourceFlavor{}
+			if err := r.Client.Get(ctx, types.NamespacedName{Name: string(f)}, rf); err != nil {
+				return nil, fmt.Errorf("resourceflavor %q: %w", f, err)
+			}
+			flavors[f] = rf
+		}
+	}
+	for i := range wl.Status.Admission.PodSetAssignments {
+		psa := &wl.Status.Admission.PodSetAssignments[i]
+		if psa.Name == jobs.PodSetName {
+			jobs.Inject(&spec.Template, jobs.PlacementFor(psa, flavors, nil))
+		}
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, Labels: labels, Annotations: annotations},
+		Spec:       spec,
+	}, nil
+}
+
+// localPreemption lets the agent evict lower-priority copies for this one when the workload's
+// ClusterQueue allows any preemption.
+func (r *Reconciler) localPreemption(ctx context.Context, wl *kueue.Workload) (fleetq.LocalPreemptionPolicy, error) {
+	cq := &kueue.ClusterQueue{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(wl.Status.Admission.ClusterQueue)}, cq); err != nil {
+		return "", fmt.Errorf("clusterqueue %s: %w", wl.Status.Admission.ClusterQueue, err)
+	}
+	if p := cq.Spec.Preemption; p != nil && (allows(p.WithinClusterQueue) || allows(p.ReclaimWithinCohort)) {
+		return fleetq.LocalPreemptionLowerPriority, nil
+	}
+	return fleetq.LocalPreemptionNever, nil
+}
+
+func allows(p kueue.PreemptionPolicy) bool { return p != "" && p != kueue.PreemptionPolicyNever }
+
+func (r *Reconciler) remoteWorkload(wl *kueue.Workload, rjob *batchv1.Job, policy fleetq.LocalPreemptionPolicy) *kueue.Workload {
+	return &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: wl.Name, Namespace: wl.Namespace,
+			Labels: map[string]string{kueue.MultiKueueOriginLabel: r.Origin},
+			Annotations: map[string]string{
+				kueue.MultiKueueOriginUIDAnnotation: string(wl.UID),
+				fleetq.OriginClusterQueueAnnotation: string(wl.Status.Admission.ClusterQueue),
+				fleetq.LocalPreemptionAnnotation:    string(policy),
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job", Name: rjob.Name, UID: rjob.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: *wl.Spec.DeepCopy(),
+	}
+}
+
+// follow turns the worker's verdict on its copy into the admission check.
+func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, cluster string, remote *kueue.Workload) (reconcile.Result, error) {
+	key := workload.Key(wl)
+	if ev := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
+		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s evicted its copy (%s): %s", cluster, ev.Reason, ev.Message))
+	}
+	if workload.HasQuotaReservation(remote) || meta.IsStatusConditionTrue(remote.Status.Conditions, kueue.WorkloadAdmitted) {
+		r.mu.Lock()
+		delete(r.pendingSince, key)
+		r.mu.Unlock()
+		if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil {
+			r.Book.Admitted(key, c.LastTransitionTime.Time)
+		}
+		return reconcile.Result{}, r.setCheck(ctx, wl, check, kueue.CheckStateReady, fmt.Sprintf("Running in worker %s", cluster))
+	}
+	// Not admitted there (yet): give the agent a moment, then place elsewhere.
+	r.mu.Lock()
+	since, ok := r.pendingSince[key]
+	if !ok {
+		since = r.Clock.Now()
+		r.pendingSince[key] = since
+	}
+	r.mu.Unlock()
+	msg := fmt.Sprintf("Dispatched to worker %s, waiting for its agent to start it", cluster)
+	if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
+		msg = fmt.Sprintf("Dispatched to worker %s, which cannot start it yet: %s", cluster, c.Message)
+		if r.Clock.Since(since) >= r.RejectAfter {
+			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s could not start it within %s: %s", cluster, r.RejectAfter, c.Message))
+		}
+	}
+	if err := r.setCheck(ctx, wl, check, kueue.CheckStatePending, msg); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: r.RejectAfter - r.Clock.Since(since) + time.Millisecond}, nil
+}
+
+// setCheck sets the MultiKueue check's state, and the Admitted condition when every check is
+// Ready, in one status patch; it writes nothing when both already say so.
+func (r *Reconciler) setCheck(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, state kueue.CheckState, msg string) error {
+	orig := wl.DeepCopy()
+	now := r.Clock.Now()
+	changed := false
+	allReady := true
+	for i := range wl.Status.AdmissionChecks {
+		ac := &wl.Status.AdmissionChecks[i]
+		if ac.Name == check && (ac.State != state || ac.Message != msg) {
+			if ac.State != state {
+				ac.LastTransitionTime = metav1.NewTime(now)
+			}
+			ac.State, ac.Message = state, workload.Truncate(msg)
+			changed = true
+		}
+		allReady = allReady && ac.State == kueue.CheckStateReady
+	}
+	if allReady && workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "The workload is admitted and runs in worker "+workload.ClusterName(wl), now) {
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// evict ends a workload's run in its worker: the check goes to Retry and the workload is
+// evicted, so the job integration stops the job and the workload queues for another placement.
+func (r *Reconciler) evict(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, msg string) error {
+	orig := wl.DeepCopy()
+	now := r.Clock.Now()
+	for i := range wl.Status.AdmissionChecks {
+		if ac := &wl.Status.AdmissionChecks[i]; ac.Name == check {
+			ac.State, ac.Message, ac.LastTransitionTime = kueue.CheckStateRetry, workload.Truncate(msg), metav1.NewTime(now)
+		}
+	}
+	workload.SetCondition(wl, kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByAdmissionCheck, msg, now)
+	if err := r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.Book.Forget(workload.Key(wl))
+	if r.Recorder != nil {
+		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonRejected, "Dispatch", "%s", msg)
+	}
+	return nil
+}
+
+// mirror copies the worker's Job status to the management cluster's Job, at most once per
+// MirrorInterval while it runs, at once when it finishes.
+func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, job *batchv1.Job, res reconcile.Result) (reconcile.Result, error) {
+	if job.Spec.ManagedBy == nil || *job.Spec.ManagedBy != jobs.ManagedByMultiKueue {
+		return res, nil
+	}
+	rjob := &batchv1.Job{}
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob); err != nil {
+		return res, client.IgnoreNotFound(err)
+	}
+	if rjob.Annotations[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) || equality.Semantic.DeepEqual(job.Status, rjob.Status) {
+		return res, nil
+	}
+	key := workload.Key(wl)
+	done, _, _ := jobs.Finished(rjob)
+	r.mu.Lock()
+	wait := r.MirrorInterval - r.Clock.Since(r.lastMirror[key])
+	r.mu.Unlock()
+	if !done && wait > 0 {
+		if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+			res.RequeueAfter = wait
+		}
+		return res, nil
+	}
+	orig := job.DeepCopy()
+	job.Status = *rjob.Status.DeepCopy()
+	if err := r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
+		return res, fmt.Errorf("mirroring job %s/%s from worker %s: %w", job.Namespace, job.Name, w.Name, err)
+	}
+	r.mu.Lock()
+	r.lastMirror[key] = r.Clock.Now()
+	r.mu.Unlock()
+	return res, nil
+}

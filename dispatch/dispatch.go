@@ -1,0 +1,198 @@
+// Package dispatch runs admitted workloads in worker clusters. It wires, on the elected manager:
+// the worker registry (MultiKueueCluster objects, or Cluster API Clusters), the MultiKueue
+// admission checks, capacity-aware placement (which the scheduler consults before it reserves
+// quota, so a workload only gets quota where a worker has room for all its pods), the copies
+// controller (create in the worker, follow its verdict, mirror status, clean up), the Lease that
+// fences partitioned workers, flavor sync and garbage collection.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/dispatch/checks"
+	"github.com/fleetq/fleetq/dispatch/clusterapi"
+	"github.com/fleetq/fleetq/dispatch/copies"
+	"github.com/fleetq/fleetq/dispatch/flavorsync"
+	"github.com/fleetq/fleetq/dispatch/gc"
+	"github.com/fleetq/fleetq/dispatch/lease"
+	"github.com/fleetq/fleetq/dispatch/placement"
+	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/internal/engine"
+	"github.com/fleetq/fleetq/internal/workload"
+)
+
+// ClusterNameIndex indexes manager Workloads by status.clusterName.
+const ClusterNameIndex = "status.clusterName"
+
+// Dispatcher is the wired dispatch subsystem.
+type Dispatcher struct {
+	Registry *registry.Registry
+	Book     *placement.Book
+	Checks   *checks.Index
+
+	client  client.Client
+	copies  *copies.Reconciler
+	mkc     *registry.Controller
+	flavors *flavorsync.Syncer
+	wake    func()
+	log     logr.Logger
+}
+
+// Options wire a Dispatcher.
+type Options struct {
+	Config *config.Configuration
+	Clock  clock.PassiveClock
+	Log    logr.Logger
+	// WakeQueues runs an admission cycle for every queue (capacity appeared somewhere).
+	WakeQueues func()
+}
+
+// Setup registers dispatch's controllers and runnables with the manager.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, error) {
+	cfg, mc := opts.Config, opts.Config.MultiCluster
+	d := &Dispatcher{Book: placement.NewBook(), Checks: checks.NewIndex(), client: mgr.GetClient(), wake: opts.WakeQueues, log: opts.Log}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, ClusterNameIndex, func(o client.Object) []string {
+		if c := workload.ClusterName(o.(*kueue.Workload)); c != "" {
+			return []string{c}
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("workload cluster index: %w", err)
+	}
+	remote := make(chan event.TypedGenericEvent[*kueue.Workload], 4096)
+	d.copies = &copies.Reconciler{
+		Client: mgr.GetClient(), Book: d.Book, Checks: d.Checks, Clock: opts.Clock, Log: opts.Log.WithName("copies"),
+		Recorder: mgr.GetEventRecorder("fleetq-dispatch"), Origin: mc.Origin,
+		WorkerLostTimeout: mc.WorkerLostTimeout.Duration, RejectAfter: 15 * time.Second, MirrorInterval: time.Second,
+		Remote: remote,
+	}
+	d.mkc = &registry.Controller{Client: mgr.GetClient(), Namespace: cfg.Namespace, Health: make(chan event.TypedGenericEvent[*kueue.MultiKueueCluster], 256)}
+	d.Registry = registry.New(registry.Options{
+		Scheme: mgr.GetScheme(), Origin: mc.Origin,
+		QPS: *mc.WorkerClientConnection.QPS, Burst: int(*mc.WorkerClientConnection.Burst),
+		ProbeInterval: mc.ProbeInterval.Duration, Clock: opts.Clock, Log: opts.Log.WithName("registry"),
+		OnChange: d.remoteChanged, OnHealth: d.healthChanged,
+	})
+	d.copies.Registry, d.mkc.Registry = d.Registry, d.Registry
+	d.flavors = &flavorsync.Syncer{Client: mgr.GetClient(), Registry: d.Registry, Log: opts.Log.WithName("flavorsync"), Origin: mc.Origin, Interval: time.Minute}
+	if mc.ClusterAPISelector != nil {
+		if err := setupClusterAPI(mgr, cfg); err != nil {
+			return nil, err
+		}
+	}
+	host, _ := os.Hostname()
+	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
+		d.copies, d.mkc, &checks.Controller{Client: mgr.GetClient(), Index: d.Checks}, &flavorWatch{d: d},
+	} {
+		if err := s.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("dispatch controller %T: %w", s, err)
+		}
+	}
+	for _, r := range []interface {
+		Start(context.Context) error
+		NeedLeaderElection() bool
+	}{
+		d.Registry, d.flavors,
+		&lease.Renewer{Registry: d.Registry, Clock: opts.Clock, Log: opts.Log.WithName("lease"), Namespace: cfg.Namespace,
+			Origin: mc.Origin, Identity: host, Interval: mc.LeaseRenewInterval.Duration, Duration: mc.FenceTimeout.Duration},
+		&gc.Collector{Client: mgr.GetClient(), Registry: d.Registry, Log: opts.Log.WithName("gc"), Origin: mc.Origin, Interval: mc.GCInterval.Duration},
+	} {
+		if err := mgr.Add(r); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// remoteChanged routes what a worker's cache saw: reports to placement, copies to the copies
+// controller.
+func (d *Dispatcher) remoteChanged(cluster string, obj client.Object) {
+	if cr, ok := obj.(*fleetq.CapacityReport); ok {
+		if cr.Status.ClusterName != "" && cr.Status.ClusterName != cluster {
+			d.log.V(1).Info("Capacity report names another cluster; registered name wins", "cluster", cluster, "report", cr.Status.ClusterName)
+		}
+		d.Book.SetReport(cluster, cr)
+		if d.wake != nil {
+			d.wake()
+		}
+		return
+	}
+	d.copies.RemoteChanged(cluster, obj)
+}
+
+// healthChanged refreshes the worker's condition, reconciles the workloads placed there (they
+// may now be lost, or reachable again) and syncs flavors to a worker that came back.
+func (d *Dispatcher) healthChanged(cluster string) {
+	d.mkc.HealthChanged(cluster)
+	go d.requeuePlacedOn(cluster)
+	if _, h := d.Registry.Get(cluster); h.Active {
+		d.flavors.Trigger()
+		if d.wake != nil {
+			d.wake()
+		}
+	}
+}
+
+func (d *Dispatcher) requeuePlacedOn(cluster string) {
+	list := &kueue.WorkloadList{}
+	if err := d.client.List(context.Background(), list, client.MatchingFields{ClusterNameIndex: cluster}); err != nil {
+		d.log.V(1).Info("Listing workloads placed on a worker", "cluster", cluster, "error", err.Error())
+		return
+	}
+	for i := range list.Items {
+		d.copies.Remote <- event.TypedGenericEvent[*kueue.Workload]{Object: &list.Items[i]}
+	}
+}
+
+// Place is the scheduler's placement hook: it picks the worker for an admission in a
+// ClusterQueue with a MultiKueue check, or says why none has room. Workloads of other queues
+// are admitted on quota alone.
+func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames []kueue.AdmissionCheckReference) (cluster string, ok bool, why string) {
+	names, multi := d.Checks.Clusters(checkNames)
+	if !multi {
+		return "", true, ""
+	}
+	req := placement.Request{Key: w.Key, PodSets: w.PodSets, Admission: a}
+	for _, n := range names {
+		wk, h := d.Registry.Get(n)
+		c := placement.Candidate{Cluster: n, Usable: wk != nil && h.Active}
+		if !c.Usable {
+			c.Why = fmt.Sprintf("not connected (%s: %s)", h.Reason, h.Message)
+		}
+		req.Candidates = append(req.Candidates, c)
+	}
+	dec, ok := d.Book.Place(req)
+	return dec.Cluster, ok, dec.Explanation
+}
+
+// setupClusterAPI registers Cluster API discovery when the management cluster serves Cluster
+// API's Cluster kind; otherwise it says so once and dispatch works with MultiKueueClusters only.
+func setupClusterAPI(mgr ctrl.Manager, cfg *config.Configuration) error {
+	sel, err := metav1.LabelSelectorAsSelector(cfg.MultiCluster.ClusterAPISelector)
+	if err != nil {
+		return fmt.Errorf("multiCluster.clusterAPISelector: %w", err)
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), clusterv1.GroupVersion.Version); err != nil {
+		mgr.GetLogger().Info("Cluster API is not installed; clusterAPISelector has no effect until it is and the manager restarts", "error", err.Error())
+		return nil
+	}
+	c := &clusterapi.Controller{Client: mgr.GetClient(), Namespace: cfg.MultiCluster.ClusterAPINamespace, Selector: sel}
+	return c.SetupWithManager(mgr)
+}
+
+// Forget undoes a placement whose admission was not written.
+func (d *Dispatcher) Forget(key string) { d.Book.Forget(key) }
