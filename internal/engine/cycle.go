@@ -115,8 +115,10 @@ type cycle struct {
 	evictingIn map[int][]*admittedWorkload
 	// cands caches each queue's preemption candidates for the cycle.
 	cands map[*clusterQueue]*queueCandidates
-	// heldBuf is scratch for candidates.
+	// heldBuf, csBuf and mergeBuf are scratch for the victim search.
 	heldBuf   []int64
+	csBuf     candidateSet
+	mergeBuf  listHeap
 	version   []int // per tree root node id
 	blocked   map[string]bool
 	heads     entryHeap

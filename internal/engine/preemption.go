@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/heap"
 	"fmt"
 	"iter"
 	"math"
@@ -52,6 +53,9 @@ type victimSet struct {
 // future accounting (evictions under way already gone) and leaves it as it found it.
 func (c *cycle) findVictims(w *Workload, cq *clusterQueue, amounts []frAmount, probe bool) (victims []Victim, waitFor int, ok bool) {
 	if c.fut.fits(cq.node, amounts, false) {
+		if probe {
+			return nil, 1, true
+		}
 		for _, a := range c.evictingIn[cq.node.path[0].id] {
 			if usesAny(a, amounts) {
 				waitFor++
@@ -177,7 +181,9 @@ type candidateSet struct {
 func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*candidateSet, bool) {
 	within := cq.spec.Preemption.WithinClusterQueue
 	reclaim := cq.spec.Preemption.ReclaimWithinCohort
-	cs := &candidateSet{w: w}
+	// The candidate set and its lists are scratch of the cycle: a search never nests.
+	cs := &c.csBuf
+	*cs = candidateSet{w: w, others: cs.others[:0], ownHeld: cs.ownHeld[:0]}
 	frs := len(c.s.frs)
 	var held []int64
 	if cap(c.heldBuf) >= len(amounts) {
@@ -245,27 +251,24 @@ func (c *cycle) withinNominalPossible(cq *clusterQueue, amounts []frAmount, cs *
 // search only removes usage). keep filters single candidates.
 func (c *cycle) mergeCandidates(lists [][]*admittedWorkload, amounts []frAmount, keep func(*admittedWorkload) bool) iter.Seq[*admittedWorkload] {
 	return func(yield func(*admittedWorkload) bool) {
-		heads := make([][]*admittedWorkload, 0, len(lists))
+		h := &c.mergeBuf
+		h.lists = h.lists[:0]
 		for _, l := range lists {
 			if len(l) > 0 {
-				heads = append(heads, l)
+				h.lists = append(h.lists, l)
 			}
 		}
-		for len(heads) > 0 {
-			best := 0
-			for i := 1; i < len(heads); i++ {
-				if candidateBefore(heads[i][0], heads[best][0]) {
-					best = i
-				}
-			}
-			a := heads[best][0]
+		heap.Init(h)
+		for h.Len() > 0 {
+			a := h.lists[0][0]
 			if !c.borrowingAny(a.cq, amounts) {
-				heads = append(heads[:best], heads[best+1:]...)
+				heap.Pop(h)
 				continue
 			}
-			heads[best] = heads[best][1:]
-			if len(heads[best]) == 0 {
-				heads = append(heads[:best], heads[best+1:]...)
+			if h.lists[0] = h.lists[0][1:]; len(h.lists[0]) == 0 {
+				heap.Pop(h)
+			} else {
+				heap.Fix(h, 0)
 			}
 			if !usesAny(a, amounts) || keep != nil && !keep(a) {
 				continue
@@ -275,6 +278,19 @@ func (c *cycle) mergeCandidates(lists [][]*admittedWorkload, amounts []frAmount,
 			}
 		}
 	}
+}
+
+// listHeap orders non-empty candidate lists by their first candidate.
+type listHeap struct{ lists [][]*admittedWorkload }
+
+func (h *listHeap) Len() int           { return len(h.lists) }
+func (h *listHeap) Less(i, j int) bool { return candidateBefore(h.lists[i][0], h.lists[j][0]) }
+func (h *listHeap) Swap(i, j int)      { h.lists[i], h.lists[j] = h.lists[j], h.lists[i] }
+func (h *listHeap) Push(x any)         { h.lists = append(h.lists, x.([]*admittedWorkload)) }
+func (h *listHeap) Pop() any {
+	l := h.lists[len(h.lists)-1]
+	h.lists = h.lists[:len(h.lists)-1]
+	return l
 }
 
 func allowedWithin(p PreemptionPolicy, w, v *Workload) bool {
@@ -328,6 +344,11 @@ func (c *cycle) minimalSet(cq *clusterQueue, amounts []frAmount, cs *candidateSe
 	fit := false
 	if others != nil {
 		for a := range others {
+			// Other queues' workloads only make room in the cohort; once there is room, only
+			// the queue's own workloads can help it back within its nominal quota.
+			if withinNominal && c.fut.fits(cq.node, amounts, false) {
+				break
+			}
 			c.remove(set, a, cohortReason)
 			if fit = fitsNow(); fit {
 				break
