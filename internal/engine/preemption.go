@@ -236,7 +236,7 @@ func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*
 func (c *cycle) withinNominalPossible(cq *clusterQueue, amounts []frAmount, cs *candidateSet) bool {
 	for i, u := range amounts {
 		own := int64(0)
-		if cs.ownHeld != nil {
+		if i < len(cs.ownHeld) {
 			own = cs.ownHeld[i]
 		}
 		if c.fut.at(cq.node, u.fr)-own+u.amt > cq.node.quota[u.fr] {
