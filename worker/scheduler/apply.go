@@ -1,0 +1,304 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/internal/engine/nodefit"
+	"github.com/fleetq/fleetq/internal/workload"
+	"github.com/fleetq/fleetq/worker/admission"
+	"github.com/fleetq/fleetq/worker/capacity"
+)
+
+// apply writes a plan: evictions first (they only free room), then admissions, then the reasons of
+// copies left pending.
+func (s *Scheduler) apply(ctx context.Context, in *passInput, copies []*copyState, plan admission.Plan) []error {
+	byKey := make(map[string]*copyState, len(copies))
+	for _, c := range copies {
+		byKey[c.plan.Key] = c
+	}
+	var errs []error
+	for _, e := range plan.Evict {
+		c := byKey[e.Key]
+		if err := s.evict(ctx, c, kueue.WorkloadEvictedByPreemption, e.Message, true); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.Recorder.Eventf(c.wl, byKey[e.Preemptor].wl, corev1.EventTypeNormal, "Preempted", "Preempt", "%s", e.Message)
+	}
+	for _, a := range plan.Admit {
+		if err := s.admit(ctx, in, byKey[a.Key], a.Placements); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range copies {
+		msg, pending := plan.Pending[c.plan.Key]
+		if c.invalid != "" {
+			msg, pending = c.invalid, true
+		}
+		if !pending || c.plan.Phase != admission.Pending {
+			continue
+		}
+		errs = append(errs, s.setPending(ctx, c, msg))
+	}
+	return errs
+}
+
+// fence evicts every admitted copy because the manager's lease expired, and says so on pending ones.
+func (s *Scheduler) fence(ctx context.Context, copies []*copyState, why string) []error {
+	var errs []error
+	for _, c := range copies {
+		switch c.plan.Phase {
+		case admission.Admitted:
+			msg := fmt.Sprintf("Fenced in cluster %s: %s; the Job was suspended so it cannot run in two clusters", s.ClusterName, why)
+			if err := s.evict(ctx, c, fleetq.EvictedByFencing, msg, false); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.Recorder.Eventf(c.wl, nil, corev1.EventTypeWarning, fleetq.EvictedByFencing, "Fence", "%s", msg)
+		case admission.Pending:
+			msg := c.invalid
+			if msg == "" {
+				msg = fmt.Sprintf("not admitted while cluster %s is fenced: %s", s.ClusterName, why)
+			}
+			errs = append(errs, s.setPending(ctx, c, msg))
+		}
+	}
+	return errs
+}
+
+// admit reserves the copy's place (status.admission, QuotaReserved and Admitted) and starts its Job.
+func (s *Scheduler) admit(ctx context.Context, in *passInput, c *copyState, placements []nodefit.Placement) error {
+	wl := c.wl.DeepCopy()
+	wl.Status.Admission = admissionOf(in, c, placements)
+	now := s.Clock.Now()
+	msg := fmt.Sprintf("Admitted by fleetq-agent in cluster %s", s.ClusterName)
+	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionTrue, fleetq.AdmittedReason, msg, now)
+	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason, msg, now)
+	if err := s.patchStatus(ctx, c.wl, wl); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.admitted[c.wl.UID] = assumedAdmission{at: now}
+	s.planned[c.wl.UID] = placements
+	s.mu.Unlock()
+	s.Log.V(1).Info("Admitted", "workload", klog(c.wl), "placements", placements)
+	s.Recorder.Eventf(c.wl, nil, corev1.EventTypeNormal, fleetq.AdmittedReason, "Admit", "%s on %s", msg, describe(placements))
+	return s.setSuspend(ctx, c.job, false)
+}
+
+// admission is the status.admission of an admitted copy: the origin ClusterQueue, and per pod set
+// the flavor its pods are steered to and count × per-pod requests.
+func admissionOf(in *passInput, c *copyState, placements []nodefit.Placement) *kueue.Admission {
+	a := &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(c.wl.Annotations[fleetq.OriginClusterQueueAnnotation])}
+	for _, ps := range c.plan.PodSets {
+		usage := capacity.Amounts{}
+		usage.AddScaled(ps.Requests, int64(ps.Count))
+		delete(usage, corev1.ResourcePods)
+		psa := kueue.PodSetAssignment{
+			Name:          kueue.PodSetReference(ps.Name),
+			ResourceUsage: usage.List(),
+			Count:         ptr.To(ps.Count),
+		}
+		if f := flavorOf(in, ps, placements); f != "" {
+			psa.Flavors = map[corev1.ResourceName]kueue.ResourceFlavorReference{}
+			for r := range psa.ResourceUsage {
+				psa.Flavors[r] = kueue.ResourceFlavorReference(f)
+			}
+		}
+		a.PodSetAssignments = append(a.PodSetAssignments, psa)
+	}
+	return a
+}
+
+// flavorOf names the flavor a pod set runs on: the one whose node labels its selector carries, or
+// else the first flavor every node of its placement matches.
+func flavorOf(in *passInput, ps nodefit.PodSet, placements []nodefit.Placement) string {
+	if f := selectedFlavor(ps.NodeSelector, in.flavors); f != nil {
+		return f.Name
+	}
+	var common []string
+	first := true
+	for _, pl := range placements {
+		if pl.PodSet != ps.Name {
+			continue
+		}
+		for _, nc := range pl.Nodes {
+			n := in.node(nc.Node)
+			if n == nil {
+				return ""
+			}
+			names := capacity.FlavorsOf(n, in.flavors)
+			if first {
+				common, first = names, false
+				continue
+			}
+			common = intersect(common, names)
+		}
+	}
+	if len(common) == 0 {
+		return ""
+	}
+	return common[0]
+}
+
+func intersect(a, b []string) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[x] = true
+	}
+	var out []string
+	for _, x := range a {
+		if in[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// evict suspends the copy's Job and marks its Workload Evicted (and Preempted, for a preemption).
+func (s *Scheduler) evict(ctx context.Context, c *copyState, reason, msg string, preempted bool) error {
+	wl := c.wl.DeepCopy()
+	now := s.Clock.Now()
+	workload.SetCondition(wl, kueue.WorkloadEvicted, metav1.ConditionTrue, reason, msg, now)
+	if preempted {
+		workload.SetCondition(wl, kueue.WorkloadPreempted, metav1.ConditionTrue, kueue.InClusterQueueReason, msg, now)
+	}
+	if err := s.patchStatus(ctx, c.wl, wl); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.evictions[c.wl.UID] = true
+	delete(s.admitted, c.wl.UID)
+	s.mu.Unlock()
+	s.Log.Info("Evicted", "workload", klog(c.wl), "reason", reason, "message", msg)
+	return s.setSuspend(ctx, c.job, true)
+}
+
+// setPending records why a copy is not admitted, writing only when the reason changed.
+func (s *Scheduler) setPending(ctx context.Context, c *copyState, msg string) error {
+	wl := c.wl.DeepCopy()
+	if !workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason, msg, s.Clock.Now()) {
+		return nil
+	}
+	return s.patchStatus(ctx, c.wl, wl)
+}
+
+// finish mirrors a finished Job into the copy's Finished condition.
+func (s *Scheduler) finish(ctx context.Context, c *copyState) error {
+	wl := c.wl.DeepCopy()
+	if !workload.SetCondition(wl, kueue.WorkloadFinished, metav1.ConditionTrue, c.finished.reason, c.finished.message, s.Clock.Now()) {
+		return nil
+	}
+	return s.patchStatus(ctx, c.wl, wl)
+}
+
+// converge keeps each copy's Job in the state its Workload calls for (a write that failed halfway
+// is completed by the next pass) and releases an evicted copy's admission once its pods are gone.
+func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
+	var errs []error
+	for _, c := range copies {
+		if c.job == nil {
+			continue
+		}
+		_, assumed := s.assumed(c.wl)
+		switch {
+		case workload.IsEvicted(c.wl) || s.evicted(c.wl):
+			if err := s.setSuspend(ctx, c.job, true); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			// Only once the cache shows the eviction, so the release patches the current object.
+			if workload.IsEvicted(c.wl) && c.wl.Status.Admission != nil && len(c.plan.Held) == 0 {
+				errs = append(errs, s.release(ctx, c))
+			}
+		case workload.HasQuotaReservation(c.wl) || assumed:
+			errs = append(errs, s.setSuspend(ctx, c.job, false))
+		}
+	}
+	return errs
+}
+
+// release clears an evicted copy's admission once none of its pods hold room any more.
+func (s *Scheduler) release(ctx context.Context, c *copyState) error {
+	wl := c.wl.DeepCopy()
+	msg := "evicted; its pods are gone"
+	if ev := findCondition(wl, kueue.WorkloadEvicted); ev != nil {
+		msg = ev.Message
+	}
+	now := s.Clock.Now()
+	wl.Status.Admission = nil
+	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason, msg, now)
+	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionFalse, fleetq.NoReservationReason, "The workload has no reservation", now)
+	return s.patchStatus(ctx, c.wl, wl)
+}
+
+func findCondition(wl *kueue.Workload, typ string) *metav1.Condition {
+	for i := range wl.Status.Conditions {
+		if wl.Status.Conditions[i].Type == typ {
+			return &wl.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// patchStatus writes a Workload's status with optimistic locking: the manager may write the same
+// object, and a JSON merge patch replaces the whole conditions list.
+func (s *Scheduler) patchStatus(ctx context.Context, orig, changed *kueue.Workload) error {
+	err := s.Client.Status().Patch(ctx, changed, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err):
+		// The cache is behind a newer version (often our own last write); its event brings
+		// another pass, which decides again on the current object.
+		return errStale
+	case apierrors.IsNotFound(err):
+		return errStale
+	}
+	return fmt.Errorf("workload %q: patch status: %w", workload.Key(orig), err)
+}
+
+// setSuspend sets a copy's Job's spec.suspend when it differs.
+func (s *Scheduler) setSuspend(ctx context.Context, job *batchv1.Job, suspend bool) error {
+	if job == nil || ptr.Deref(job.Spec.Suspend, false) == suspend {
+		return nil
+	}
+	changed := job.DeepCopy()
+	changed.Spec.Suspend = ptr.To(suspend)
+	if err := s.Client.Patch(ctx, changed, client.MergeFrom(job)); apierrors.IsNotFound(err) {
+		return errStale
+	} else if err != nil {
+		return fmt.Errorf("job %q: set suspend=%t: %w", job.Namespace+"/"+job.Name, suspend, err)
+	}
+	job.Spec.Suspend = ptr.To(suspend)
+	return nil
+}
+
+// errStale means a write found the object changed or gone since the cache read it: not a failure,
+// the pass that the change triggers decides again.
+var errStale = errors.New("object changed since it was read")
+
+func describe(placements []nodefit.Placement) string {
+	var parts []string
+	for _, pl := range placements {
+		for _, nc := range pl.Nodes {
+			parts = append(parts, fmt.Sprintf("%s×%d", nc.Node, nc.Count))
+		}
+	}
+	sort.Strings(parts)
+	return fmt.Sprint(parts)
+}
+
+func klog(wl *kueue.Workload) string { return workload.Key(wl) }

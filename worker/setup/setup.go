@@ -1,0 +1,121 @@
+// Package setup wires fleetq-agent from its configuration: one controller-runtime manager on the
+// worker cluster with one shared client rate limiter, a cache restricted to what the agent needs,
+// the local scheduler, the capacity report publisher, leader election, health probes and metrics.
+// cmd/fleetq-agent and the integration tests both start the agent through it.
+package setup
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/worker/fencing"
+	"github.com/fleetq/fleetq/worker/report"
+	"github.com/fleetq/fleetq/worker/scheduler"
+	"github.com/fleetq/fleetq/worker/watch"
+)
+
+// Scheme returns the types the agent reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(fleetq.AddToScheme(s))
+	return s
+}
+
+// Options are what a caller provides besides the configuration file.
+type Options struct {
+	Config     *config.AgentConfiguration
+	RestConfig *rest.Config
+	Log        logr.Logger
+	// Clock defaults to the real clock; tests may inject a fake one to time fencing.
+	Clock clock.WithDelayedExecution
+}
+
+// Agent is a wired, not yet started, fleetq-agent.
+type Agent struct {
+	manager.Manager
+	Scheduler *scheduler.Scheduler
+	Report    *report.Publisher
+	Fence     *fencing.Observer
+}
+
+// New wires the agent. It does not contact the API server until Start.
+func New(opts Options) (*Agent, error) {
+	cfg := opts.Config
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	restCfg := rest.CopyConfig(opts.RestConfig)
+	// One limiter shared by every client built from this config: the agent's QPS is what the
+	// configuration says, whatever the number of kinds it touches.
+	restCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(*cfg.ClientConnection.QPS, int(*cfg.ClientConnection.Burst))
+	restCfg.UserAgent = fleetq.AgentName
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Logger:                        opts.Log,
+		Cache:                         watch.CacheOptions(cfg.Origin, cfg.Namespace),
+		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
+		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		LeaderElection:                *cfg.LeaderElection.Enabled,
+		LeaderElectionID:              cfg.LeaderElection.LeaseName,
+		LeaderElectionNamespace:       cfg.Namespace,
+		LeaseDuration:                 &cfg.LeaderElection.LeaseDuration.Duration,
+		RenewDeadline:                 &cfg.LeaderElection.RenewDeadline.Duration,
+		RetryPeriod:                   &cfg.LeaderElection.RetryPeriod.Duration,
+		LeaderElectionReleaseOnCancel: true,
+		Client:                        client.Options{FieldOwner: fleetq.AgentName},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager for cluster %q: %w", cfg.ClusterName, err)
+	}
+	a := &Agent{Manager: mgr, Fence: fencing.NewObserver(opts.Clock, fleetq.ManagerLeaseName(cfg.Origin))}
+	a.Report = &report.Publisher{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Log: opts.Log.WithName("report"),
+		ClusterName: cfg.ClusterName, Namespace: cfg.Namespace, Origin: cfg.Origin,
+		Resync: cfg.CapacityResyncPeriod.Duration,
+	}
+	a.Scheduler = &scheduler.Scheduler{
+		Client: mgr.GetClient(), Clock: opts.Clock, Log: opts.Log.WithName("scheduler"),
+		Recorder:    mgr.GetEventRecorder(fleetq.AgentName),
+		ClusterName: cfg.ClusterName, Origin: cfg.Origin, Namespace: cfg.Namespace,
+		Fence: a.Fence, Publish: a.Report.Set,
+	}
+	if err := a.Report.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("capacity report controller: %w", err)
+	}
+	if err := a.Scheduler.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("scheduler controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready once the informers have synced: before that the agent knows no copy and no node.
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
