@@ -1,0 +1,367 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/lab"
+)
+
+const (
+	a100Flavor = "a100-flavor"
+	l4Flavor   = "l4-flavor"
+	teamNS     = "team-a"
+)
+
+var _ = Describe("fleetq-agent", Ordered, func() {
+	BeforeAll(func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, syncedFlavor(a100Flavor, lab.A100, gpuToleration))).To(Succeed())
+		Expect(k8s.Create(ctx, syncedFlavor(l4Flavor, lab.L4))).To(Succeed())
+		// A flavor the manager did not sync (no origin label) is not the agent's business.
+		users := syncedFlavor("users-own-flavor", lab.L4)
+		users.Labels = nil
+		Expect(k8s.Create(ctx, users)).To(Succeed())
+	})
+
+	It("publishes a capacity report that matches the fake nodes", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			r := getReport(ctx, g)
+			st := r.Status
+			g.Expect(st.ClusterName).To(Equal(worker))
+			g.Expect(st.FlavorCount).To(BeEquivalentTo(2))
+			g.Expect(st.UnmatchedNodes).To(BeZero())
+			g.Expect(st.Nodes).To(HaveLen(4))
+			g.Expect(st.Summary).To(Equal("a100-flavor: 16/16 nvidia.com/gpu, l4-flavor: 8/8 nvidia.com/gpu"))
+			a100 := flavorOf(g, r, a100Flavor)
+			g.Expect(a100.Nodes).To(BeEquivalentTo(2))
+			g.Expect(quantity(a100.Allocatable, lab.GPUResource)).To(BeEquivalentTo(16))
+			g.Expect(quantity(a100.Allocatable, corev1.ResourceCPU)).To(BeEquivalentTo(192))
+			g.Expect(quantity(a100.Free, lab.GPUResource)).To(BeEquivalentTo(16))
+			g.Expect(quantity(a100.LargestNodeFree, lab.GPUResource)).To(BeEquivalentTo(8))
+			g.Expect(quantity(a100.Used, lab.GPUResource)).To(BeZero())
+			l4 := flavorOf(g, r, l4Flavor)
+			g.Expect(l4.Nodes).To(BeEquivalentTo(2))
+			g.Expect(quantity(l4.Allocatable, lab.GPUResource)).To(BeEquivalentTo(8))
+			g.Expect(quantity(l4.LargestNodeFree, lab.GPUResource)).To(BeEquivalentTo(4))
+			for _, n := range st.Nodes {
+				want := a100Flavor
+				if quantity(n.Allocatable, lab.GPUResource) == 4 {
+					want = l4Flavor
+				}
+				g.Expect(n.Flavors).To(Equal([]string{want}), "node %s", n.Name)
+				g.Expect(n.Unschedulable).To(BeFalse())
+			}
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+	}, SpecTimeout(waitLong+time.Minute))
+
+	It("moves the report when a pod runs and when it is gone", func(ctx SpecContext) {
+		var before int64
+		Eventually(func(g Gomega) { before = getReport(ctx, g).Status.Revision }).WithContext(ctx).Should(Succeed())
+		ensureNamespace(ctx, "users")
+		gpus := *resource.NewQuantity(3, resource.DecimalSI)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "users", Name: "notebook"},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{lab.GPUProductLabel: lab.A100},
+				Tolerations:  []corev1.Toleration{gpuToleration},
+				Containers: []corev1.Container{{Name: "nb", Image: "registry.example/notebook:v1", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), lab.GPUResource: gpus},
+					Limits:   corev1.ResourceList{lab.GPUResource: gpus},
+				}}},
+			},
+		}
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		Eventually(func(g Gomega) {
+			r := getReport(ctx, g)
+			a100 := flavorOf(g, r, a100Flavor)
+			g.Expect(quantity(a100.Used, lab.GPUResource)).To(BeEquivalentTo(3))
+			g.Expect(quantity(a100.Used, corev1.ResourceCPU)).To(BeEquivalentTo(2))
+			g.Expect(quantity(a100.Free, lab.GPUResource)).To(BeEquivalentTo(13))
+			g.Expect(quantity(a100.LargestNodeFree, lab.GPUResource)).To(BeEquivalentTo(8))
+			g.Expect(r.Status.Revision).To(BeNumerically(">", before))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		Expect(k8s.Delete(ctx, pod)).To(Succeed())
+		Eventually(func(g Gomega) {
+			a100 := flavorOf(g, getReport(ctx, g), a100Flavor)
+			g.Expect(quantity(a100.Used, lab.GPUResource)).To(BeZero())
+			g.Expect(quantity(a100.Free, lab.GPUResource)).To(BeEquivalentTo(16))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+	}, SpecTimeout(2*waitLong+time.Minute))
+
+	It("admits a copy that fits, and its pods run on the flavor's nodes", func(ctx SpecContext) {
+		job, _ := copySpec{ns: teamNS, name: "fits", count: 2, gpus: 4}.create(ctx)
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "fits")
+			c := conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionTrue, fleetq.AdmittedReason)
+			g.Expect(c.Message).To(Equal("Admitted by fleetq-agent in cluster us-east"))
+			conditionIs(g, wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			a := wl.Status.Admission
+			g.Expect(a).NotTo(BeNil())
+			g.Expect(a.ClusterQueue).To(BeEquivalentTo("research-gpu-cq"))
+			g.Expect(a.PodSetAssignments).To(HaveLen(1))
+			psa := a.PodSetAssignments[0]
+			g.Expect(psa.Name).To(BeEquivalentTo("main"))
+			g.Expect(psa.Count).To(Equal(ptr.To[int32](2)))
+			g.Expect(psa.Flavors).To(HaveKeyWithValue(lab.GPUResource, kueue.ResourceFlavorReference(a100Flavor)))
+			g.Expect(quantity(psa.ResourceUsage, lab.GPUResource)).To(BeEquivalentTo(8))
+			g.Expect(quantity(psa.ResourceUsage, corev1.ResourceCPU)).To(BeEquivalentTo(2))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(getJob(ctx, g, teamNS, "fits").Spec.Suspend).To(Equal(ptr.To(false)))
+			pods := jobPods(ctx, g, job)
+			g.Expect(pods).To(HaveLen(2))
+			for _, p := range pods {
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+				node := &corev1.Node{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+				g.Expect(node.Labels).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100), "pod %s on node %s", p.Name, node.Name)
+			}
+			a100 := flavorOf(g, getReport(ctx, g), a100Flavor)
+			g.Expect(quantity(a100.Used, lab.GPUResource)).To(BeEquivalentTo(8))
+			g.Expect(quantity(a100.Free, lab.GPUResource)).To(BeEquivalentTo(8))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+	}, SpecTimeout(2*waitLong+time.Minute))
+
+	It("keeps copies that do not fit suspended with the numbers, and admits one when room appears", func(ctx SpecContext) {
+		// "fits" holds 8 of the 16 A100 GPUs: two pods of 8 do not fit, one pod of 12 never does.
+		copySpec{ns: teamNS, name: "waits", count: 2, gpus: 8}.create(ctx)
+		copySpec{ns: teamNS, name: "too-big", count: 1, gpus: 12}.create(ctx)
+		for _, name := range []string{"waits", "too-big"} {
+			Eventually(func(g Gomega) {
+				wl := getWorkload(ctx, g, teamNS, name)
+				c := conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+				g.Expect(c.Message).To(HavePrefix(`no node has room: pod set "main": `))
+				g.Expect(wl.Status.Admission).To(BeNil())
+				g.Expect(getJob(ctx, g, teamNS, name).Spec.Suspend).To(Equal(ptr.To(true)))
+			}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			c := condition(getWorkload(ctx, g, teamNS, "too-big"), kueue.WorkloadQuotaReserved)
+			g.Expect(c.Message).To(MatchRegexp(`largest node fit \d+ of 12 nvidia.com/gpu$`))
+		}).WithContext(ctx).Should(Succeed())
+
+		deleteCopy(ctx, teamNS, "fits")
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "waits")
+			conditionIs(g, wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "waits"))
+			g.Expect(pods).To(HaveLen(2))
+			g.Expect(pods[0].Spec.NodeName).NotTo(Equal(pods[1].Spec.NodeName))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "too-big")
+			c := conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+			g.Expect(c.Message).To(Equal(`no node has room: pod set "main": largest node fit 0 of 12 nvidia.com/gpu`))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		deleteCopy(ctx, teamNS, "waits")
+		deleteCopy(ctx, teamNS, "too-big")
+	}, SpecTimeout(5*waitLong))
+
+	It("preempts exactly the lower-priority copy a higher-priority copy needs, and never in vain", func(ctx SpecContext) {
+		copySpec{ns: teamNS, name: "low", count: 1, gpus: 8, priority: 1}.create(ctx)
+		copySpec{ns: teamNS, name: "mid", count: 1, gpus: 8, priority: 2}.create(ctx)
+		var lowNode string
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"low", "mid"} {
+				conditionIs(g, getWorkload(ctx, g, teamNS, name), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+				pods := jobPods(ctx, g, getJob(ctx, g, teamNS, name))
+				g.Expect(pods).To(HaveLen(1))
+				g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+				if name == "low" {
+					lowNode = pods[0].Spec.NodeName
+				}
+			}
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		copySpec{ns: teamNS, name: "high", count: 1, gpus: 8, priority: 10, policy: fleetq.LocalPreemptionLowerPriority}.create(ctx)
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "low")
+			ev := conditionIs(g, wl, kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption)
+			g.Expect(ev.Message).To(ContainSubstring("by team-a/high (priority 10)"))
+			pr := conditionIs(g, wl, kueue.WorkloadPreempted, metav1.ConditionTrue, kueue.InClusterQueueReason)
+			g.Expect(pr.Message).To(ContainSubstring("team-a/high"))
+			g.Expect(getJob(ctx, g, teamNS, "low").Spec.Suspend).To(Equal(ptr.To(true)))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "high"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "high"))
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(pods[0].Spec.NodeName).To(Equal(lowNode))
+			// The victim's reservation is released once its pods are gone.
+			low := getWorkload(ctx, g, teamNS, "low")
+			g.Expect(low.Status.Admission).To(BeNil())
+			conditionIs(g, low, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+			conditionIs(g, low, kueue.WorkloadAdmitted, metav1.ConditionFalse, fleetq.NoReservationReason)
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		// A copy that could not fit even after preempting everything below it preempts nothing.
+		copySpec{ns: teamNS, name: "huge", count: 1, gpus: 12, priority: 20, policy: fleetq.LocalPreemptionLowerPriority}.create(ctx)
+		Eventually(func(g Gomega) {
+			c := conditionIs(g, getWorkload(ctx, g, teamNS, "huge"), kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+			g.Expect(c.Message).To(Equal(`no node has room: pod set "main": largest node fit 0 of 12 nvidia.com/gpu`))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		for _, name := range []string{"mid", "high"} {
+			wl := getWorkload(ctx, Default, teamNS, name)
+			Expect(condition(wl, kueue.WorkloadEvicted)).To(BeNil(), "%s was evicted", name)
+			Expect(condition(wl, kueue.WorkloadAdmitted).Status).To(Equal(metav1.ConditionTrue))
+			Expect(getJob(ctx, Default, teamNS, name).Spec.Suspend).To(Equal(ptr.To(false)))
+		}
+		// The victim stays evicted: the manager requeues its workload and deletes the copy.
+		Expect(getJob(ctx, Default, teamNS, "low").Spec.Suspend).To(Equal(ptr.To(true)))
+		for _, name := range []string{"low", "mid", "high", "huge"} {
+			deleteCopy(ctx, teamNS, name)
+		}
+	}, SpecTimeout(6*waitLong))
+
+	It("mirrors a finished Job into the copy's Finished condition", func(ctx SpecContext) {
+		copySpec{ns: teamNS, name: "short", count: 2, gpus: 1, l4: true, runTime: time.Second}.create(ctx)
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "short")
+			conditionIs(g, wl, kueue.WorkloadFinished, metav1.ConditionTrue, kueue.WorkloadFinishedReasonSucceeded)
+			g.Expect(condition(wl, kueue.WorkloadAdmitted).Status).To(Equal(metav1.ConditionTrue))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		deleteCopy(ctx, teamNS, "short")
+	}, SpecTimeout(2*waitLong))
+
+	It("never touches users' own Jobs and Workloads, nor another manager's copies", func(ctx SpecContext) {
+		// A user's suspended Job and a Workload for it, made without any origin label.
+		copySpec{ns: "users", name: "users-job", count: 1, gpus: 1, l4: true, userOwned: true}.create(ctx)
+		// A copy of another manager (another origin).
+		copySpec{ns: teamNS, name: "not-mine", count: 1, gpus: 1, l4: true, origin: "someone-else"}.create(ctx)
+
+		// A copy of ours, admitted after the agent has seen all of the above.
+		copySpec{ns: teamNS, name: "canary", count: 1, gpus: 1, l4: true}.create(ctx)
+		Eventually(func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "canary"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		for _, key := range []client.ObjectKey{{Namespace: "users", Name: "users-job"}, {Namespace: teamNS, Name: "not-mine"}} {
+			wl := getWorkload(ctx, Default, key.Namespace, key.Name)
+			Expect(wl.Status.Conditions).To(BeEmpty(), "workload %s", key)
+			Expect(wl.Status.Admission).To(BeNil(), "workload %s", key)
+			Expect(getJob(ctx, Default, key.Namespace, key.Name).Spec.Suspend).To(Equal(ptr.To(true)), "job %s", key)
+		}
+		deleteCopy(ctx, teamNS, "canary")
+		deleteCopy(ctx, teamNS, "not-mine")
+		deleteCopy(ctx, "users", "users-job")
+	}, SpecTimeout(3*waitLong))
+
+	It("fences: suspends admitted copies when the manager's lease is not renewed, and admits nothing meanwhile", func(ctx SpecContext) {
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: leaseName},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To("fleetq-manager-test"),
+				LeaseDurationSeconds: ptr.To[int32](6),
+				RenewTime:            ptr.To(metav1.NowMicro()),
+			},
+		}
+		Expect(k8s.Create(ctx, lease)).To(Succeed())
+		stop := make(chan struct{})
+		stopped := make(chan struct{})
+		go renewLease(ctx, stop, stopped)
+		DeferCleanup(func() {
+			select {
+			case <-stop:
+			default:
+				close(stop)
+			}
+		})
+
+		copySpec{ns: teamNS, name: "guarded", count: 1, gpus: 2, l4: true}.create(ctx)
+		Eventually(func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "guarded"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "guarded"))
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(getReport(ctx, g).Status.Fenced).To(BeFalse())
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		By("the manager stops renewing its lease")
+		close(stop)
+		<-stopped
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "guarded")
+			c := conditionIs(g, wl, kueue.WorkloadEvicted, metav1.ConditionTrue, fleetq.EvictedByFencing)
+			g.Expect(c.Message).To(ContainSubstring("lease " + leaseName))
+			g.Expect(getJob(ctx, g, teamNS, "guarded").Spec.Suspend).To(Equal(ptr.To(true)))
+			g.Expect(getReport(ctx, g).Status.Fenced).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(jobPods(ctx, g, getJob(ctx, g, teamNS, "guarded"))).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		copySpec{ns: teamNS, name: "while-fenced", count: 1, gpus: 1, l4: true}.create(ctx)
+		Eventually(func(g Gomega) {
+			c := conditionIs(g, getWorkload(ctx, g, teamNS, "while-fenced"), kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+			g.Expect(c.Message).To(HavePrefix("not admitted while cluster us-east is fenced: "))
+			g.Expect(getJob(ctx, g, teamNS, "while-fenced").Spec.Suspend).To(Equal(ptr.To(true)))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		By("the manager removes the lease (this worker is no longer fenced against anything)")
+		Expect(k8s.Delete(ctx, lease)).To(Succeed())
+		Eventually(func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "while-fenced"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			g.Expect(getReport(ctx, g).Status.Fenced).To(BeFalse())
+			// A fenced copy is never admitted again: the manager dispatched its job elsewhere.
+			guarded := getWorkload(ctx, g, teamNS, "guarded")
+			conditionIs(g, guarded, kueue.WorkloadEvicted, metav1.ConditionTrue, fleetq.EvictedByFencing)
+			g.Expect(getJob(ctx, g, teamNS, "guarded").Spec.Suspend).To(Equal(ptr.To(true)))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		deleteCopy(ctx, teamNS, "guarded")
+		deleteCopy(ctx, teamNS, "while-fenced")
+	}, SpecTimeout(5*waitLong))
+
+	It("serves health and readiness probes", func(ctx SpecContext) {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			Eventually(func(g Gomega) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path), nil)
+				g.Expect(err).NotTo(HaveOccurred())
+				resp, err := http.DefaultClient.Do(req)
+				g.Expect(err).NotTo(HaveOccurred())
+				defer resp.Body.Close()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK), path)
+			}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		}
+	}, SpecTimeout(waitLong+time.Minute))
+})
+
+// renewLease plays the manager renewing its lease every half second, until stop is closed.
+func renewLease(ctx context.Context, stop <-chan struct{}, stopped chan<- struct{}) {
+	defer GinkgoRecover()
+	defer close(stopped)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			l := &coordinationv1.Lease{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: leaseName}, l); err != nil {
+				continue
+			}
+			patch := client.MergeFrom(l.DeepCopy())
+			l.Spec.RenewTime = ptr.To(metav1.NowMicro())
+			_ = k8s.Patch(ctx, l, patch)
+		}
+	}
+}
