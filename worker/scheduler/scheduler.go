@@ -69,6 +69,7 @@ type Scheduler struct {
 	// pass writes anything, so a report stamped after an admission always accounts for it.
 	Publish func(reserved map[string]capacity.Amounts, fenced bool)
 
+	once sync.Once
 	wake chan event.GenericEvent
 
 	mu sync.Mutex
@@ -91,8 +92,7 @@ var passKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "pass
 // SetupWithManager registers the scheduler's controller: every change of a copy, its Job, a pod,
 // a node, a synced flavor or the manager's Lease triggers a pass.
 func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
-	s.wake = make(chan event.GenericEvent, 1)
-	s.admitted, s.evictions, s.planned = map[types.UID]assumedAdmission{}, map[types.UID]bool{}, map[types.UID][]nodefit.Placement{}
+	s.init()
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{passKey} })
 	lease := fleetq.ManagerLeaseName(s.Origin)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -107,8 +107,18 @@ func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(s)
 }
 
+// init makes the in-memory state; SetupWithManager calls it, and a Reconcile called directly (in
+// unit tests) too.
+func (s *Scheduler) init() {
+	s.once.Do(func() {
+		s.wake = make(chan event.GenericEvent, 1)
+		s.admitted, s.evictions, s.planned = map[types.UID]assumedAdmission{}, map[types.UID]bool{}, map[types.UID][]nodefit.Placement{}
+	})
+}
+
 // Reconcile runs one pass.
 func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	s.init()
 	log := s.Log
 	lease := &coordinationv1.Lease{}
 	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: fleetq.ManagerLeaseName(s.Origin)}, lease)
@@ -308,8 +318,8 @@ func (s *Scheduler) armFenceTimer(st fencing.State) {
 	if st.Fenced || st.Deadline.IsZero() {
 		return
 	}
-	// A little past the deadline, so the pass sees it passed.
-	wait := st.Deadline.Sub(s.Clock.Now()) + 10*time.Millisecond
+	// The observer counts the deadline itself as expired, so a pass woken then fences.
+	wait := st.Deadline.Sub(s.Clock.Now())
 	s.timer = s.Clock.AfterFunc(wait, func() {
 		select {
 		case s.wake <- event.GenericEvent{Object: &coordinationv1.Lease{}}:
