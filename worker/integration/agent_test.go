@@ -3,7 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
@@ -17,6 +20,7 @@ import (
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
 )
 
@@ -328,19 +332,90 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		deleteCopy(ctx, teamNS, "while-fenced")
 	}, SpecTimeout(5*waitLong))
 
+	It("runs as the fleetq-agent binary, serving another origin beside the first agent", func(ctx SpecContext) {
+		const (
+			binOrigin  = "binary-test"
+			binNS      = "fleetq-binary"
+			binCluster = "us-east-bin"
+		)
+		dir := GinkgoT().TempDir()
+		bin, err := framework.BuildBinary(ctx, "./cmd/fleetq-agent", dir)
+		Expect(err).NotTo(HaveOccurred())
+		metricsPort, err := freePort()
+		Expect(err).NotTo(HaveOccurred())
+		probePort, err := freePort()
+		Expect(err).NotTo(HaveOccurred())
+		cfgFile := filepath.Join(dir, "agent.yaml")
+		Expect(os.WriteFile(cfgFile, []byte(fmt.Sprintf(`apiVersion: config.fleetq.dev/v1alpha1
+kind: AgentConfiguration
+namespace: %s
+origin: %s
+metrics: {bindAddress: "127.0.0.1:%d"}
+health: {bindAddress: "127.0.0.1:%d"}
+`, binNS, binOrigin, metricsPort, probePort)), 0o600)).To(Succeed())
+		ensureNamespace(ctx, binNS)
+		comp, err := env.Start(ctx, framework.ComponentSpec{
+			Name: "fleetq-agent-binary", Cluster: worker, Binary: bin,
+			Args: []string{"--config", cfgFile, "--cluster-name", binCluster, "-v", "1"},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { Expect(comp.Stop(ctx)).To(Succeed()) })
+
+		By("its report names its cluster and, with no flavor of its origin yet, matches no node")
+		Eventually(func(g Gomega) {
+			g.Expect(comp.Running()).To(BeTrue(), "binary exited: %v; log %s", comp.Err(), comp.LogPath())
+			r := &fleetq.CapacityReport{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: binNS, Name: binCluster}, r)).To(Succeed())
+			g.Expect(r.Status.ClusterName).To(Equal(binCluster))
+			g.Expect(r.Status.Flavors).To(BeEmpty())
+			g.Expect(r.Status.UnmatchedNodes).To(BeEquivalentTo(4))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		By("a copy of its origin is admitted by it, not by the first agent")
+		flavor := syncedFlavor("l4-binary", lab.L4)
+		flavor.Labels[fleetq.OriginLabel] = binOrigin
+		Expect(k8s.Create(ctx, flavor)).To(Succeed())
+		copySpec{ns: teamNS, name: "by-binary", count: 1, gpus: 1, l4: true, origin: binOrigin}.create(ctx)
+		Eventually(func(g Gomega) {
+			c := conditionIs(g, getWorkload(ctx, g, teamNS, "by-binary"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			g.Expect(c.Message).To(Equal("Admitted by fleetq-agent in cluster " + binCluster))
+			r := &fleetq.CapacityReport{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: binNS, Name: binCluster}, r)).To(Succeed())
+			g.Expect(r.Status.Flavors).To(HaveLen(1))
+			g.Expect(r.Status.UnmatchedNodes).To(BeEquivalentTo(2))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		By("its metrics count the admission")
+		Eventually(func(g Gomega) {
+			body := httpGet(ctx, g, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+			g.Expect(body).To(MatchRegexp(`(?m)^fleetq_agent_admissions_total 1$`))
+			g.Expect(body).To(MatchRegexp(`(?m)^fleetq_agent_capacity_report_writes_total [1-9]`))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		deleteCopy(ctx, teamNS, "by-binary")
+		Expect(k8s.Delete(ctx, flavor)).To(Succeed())
+	}, SpecTimeout(2*waitLong+3*time.Minute))
+
 	It("serves health and readiness probes", func(ctx SpecContext) {
 		for _, path := range []string{"/healthz", "/readyz"} {
 			Eventually(func(g Gomega) {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path), nil)
-				g.Expect(err).NotTo(HaveOccurred())
-				resp, err := http.DefaultClient.Do(req)
-				g.Expect(err).NotTo(HaveOccurred())
-				defer resp.Body.Close()
-				g.Expect(resp.StatusCode).To(Equal(http.StatusOK), path)
+				g.Expect(httpGet(ctx, g, fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path))).To(Equal("ok"))
 			}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 		}
 	}, SpecTimeout(waitLong+time.Minute))
 })
+
+// httpGet returns the body of a 200 response.
+func httpGet(ctx context.Context, g Gomega, url string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s: %s", url, body)
+	return string(body)
+}
 
 // renewLease plays the manager renewing its lease every half second, until stop is closed.
 func renewLease(ctx context.Context, stop <-chan struct{}, stopped chan<- struct{}) {

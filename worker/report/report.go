@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -29,6 +31,14 @@ import (
 	"github.com/fleetq/fleetq/worker/capacity"
 	"github.com/fleetq/fleetq/worker/watch"
 )
+
+// writesTotal counts report writes, for the API-writes budget of a worker.
+var writesTotal = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "fleetq_agent_capacity_report_writes_total",
+	Help: "Writes of the CapacityReport (content changes and periodic refreshes).",
+})
+
+func init() { ctrlmetrics.Registry.MustRegister(writesTotal) }
 
 // DefaultMinInterval is the shortest time between two writes of the report.
 const DefaultMinInterval = time.Second
@@ -129,6 +139,7 @@ func (p *Publisher) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 	p.lastWrite, p.last = now, &st
 	p.writes++
 	p.mu.Unlock()
+	writesTotal.Inc()
 	return reconcile.Result{RequeueAfter: p.Resync}, nil
 }
 

@@ -93,6 +93,7 @@ func (s *Scheduler) admit(ctx context.Context, in *passInput, c *copyState, plac
 	s.admitted[c.wl.UID] = assumedAdmission{at: now}
 	s.planned[c.wl.UID] = placements
 	s.mu.Unlock()
+	admissionsTotal.Inc()
 	s.Log.V(1).Info("Admitted", "workload", klog(c.wl), "placements", placements)
 	s.Recorder.Eventf(c.wl, nil, corev1.EventTypeNormal, fleetq.AdmittedReason, "Admit", "%s on %s", msg, describe(placements))
 	return s.setSuspend(ctx, c.job, false)
@@ -182,6 +183,7 @@ func (s *Scheduler) evict(ctx context.Context, c *copyState, reason, msg string,
 	s.evictions[c.wl.UID] = true
 	delete(s.admitted, c.wl.UID)
 	s.mu.Unlock()
+	evictionsTotal.WithLabelValues(reason).Inc()
 	s.Log.Info("Evicted", "workload", klog(c.wl), "reason", reason, "message", msg)
 	return s.setSuspend(ctx, c.job, true)
 }

@@ -119,6 +119,8 @@ func (s *Scheduler) init() {
 // Reconcile runs one pass.
 func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	s.init()
+	start := s.Clock.Now()
+	defer func() { passSeconds.Observe(s.Clock.Since(start).Seconds()) }()
 	log := s.Log
 	lease := &coordinationv1.Lease{}
 	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: fleetq.ManagerLeaseName(s.Origin)}, lease)
@@ -131,6 +133,7 @@ func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		s.Fence.Observe(lease)
 	}
 	fence := s.Fence.State()
+	fencedGauge.Set(map[bool]float64{true: 1, false: 0}[fence.Fenced])
 
 	in, err := s.read(ctx)
 	if err != nil {
@@ -148,6 +151,13 @@ func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		}
 		live = append(live, c)
 	}
+	phases := map[admission.Phase]int{}
+	for _, c := range live {
+		phases[c.plan.Phase]++
+	}
+	copiesGauge.WithLabelValues("pending").Set(float64(phases[admission.Pending]))
+	copiesGauge.WithLabelValues("admitted").Set(float64(phases[admission.Admitted]))
+	copiesGauge.WithLabelValues("evicting").Set(float64(phases[admission.Evicting]))
 
 	var plan admission.Plan
 	if fence.Fenced {
