@@ -16,6 +16,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -110,8 +111,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 	cfg.SetDefaults()
 	Expect(cfg.Validate()).To(BeEmpty())
-	agent, err = env.Start(ctx, framework.ComponentSpec{Name: "fleetq-agent", Cluster: worker, Run: func(ctx context.Context, rc *rest.Config) (err error) {
+	// The agent runs with its service account's token and setup.RBAC's permissions only, as it
+	// would in the cluster: a missing permission fails the suite.
+	token := agentToken(ctx)
+	agent, err = env.Start(ctx, framework.ComponentSpec{Name: "fleetq-agent", Cluster: worker, Run: func(ctx context.Context, admin *rest.Config) (err error) {
 		defer func() { fmt.Fprintf(GinkgoWriter, "fleetq-agent stopped: %v\n", err) }()
+		rc := rest.AnonymousClientConfig(admin)
+		rc.BearerToken = token
 		a, err := setup.New(setup.Options{Config: cfg, RestConfig: rc, Log: zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))})
 		if err != nil {
 			return err
@@ -139,6 +145,21 @@ var _ = ReportAfterEach(func(r SpecReport) {
 		suitePassed = false
 	}
 })
+
+// agentToken creates the agent's service account with setup.RBAC's permissions and returns a token
+// for it.
+func agentToken(ctx context.Context) string {
+	const sa = "fleetq-agent"
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: sa}})).To(Succeed())
+	for _, obj := range setup.RBAC(agentNS, sa) {
+		Expect(k8s.Create(ctx, obj)).To(Succeed())
+	}
+	tr, err := env.Cluster(worker).Clientset().CoreV1().ServiceAccounts(agentNS).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
