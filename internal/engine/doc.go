@@ -40,6 +40,8 @@
 //   - Then run a cycle (Run) and apply its decisions: Admit writes the admission (and, once it
 //     lands, AddAdmitted; if the write fails, queue the workload again); Preempt evicts each
 //     victim with its reason and message; Pending writes the message to the workload's status.
+//   - With Options.Place (dispatch asks whether some worker has room), workloads refused with
+//     NoPlacement are parked too: wake their queues when a capacity report changes.
 //
 // The worker agent builds its snapshot from what its cluster has: one ClusterQueue per flavor
 // whose nominal quota is the flavor's allocatable capacity, and nodefit to check that the pods of
