@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -82,8 +83,8 @@ func (p *Publisher) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("agent-capacity-report").
 		Watches(&kueue.ResourceFlavor{}, one).
-		Watches(&corev1.Pod{}, one, watch.PodPredicates()).
-		Watches(&corev1.Node{}, one, watch.NodePredicates()).
+		Watches(&corev1.Pod{}, one, builder.WithPredicates(watch.PodChanged())).
+		Watches(&corev1.Node{}, one, builder.WithPredicates(watch.NodeChanged())).
 		WatchesRawSource(source.Channel(p.wake, one)).
 		Complete(p)
 }

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -100,9 +101,9 @@ func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kueue.Workload{}, one).
 		Watches(&batchv1.Job{}, one).
 		Watches(&kueue.ResourceFlavor{}, one).
-		Watches(&corev1.Pod{}, one, watch.PodPredicates()).
-		Watches(&corev1.Node{}, one, watch.NodePredicates()).
-		Watches(&coordinationv1.Lease{}, one, watch.Named(s.Namespace, lease)).
+		Watches(&corev1.Pod{}, one, builder.WithPredicates(watch.PodChanged())).
+		Watches(&corev1.Node{}, one, builder.WithPredicates(watch.NodeChanged())).
+		Watches(&coordinationv1.Lease{}, one, builder.WithPredicates(watch.Named(s.Namespace, lease))).
 		WatchesRawSource(source.Channel(s.wake, one)).
 		Complete(s)
 }

@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -47,6 +49,9 @@ type Options struct {
 	Log        logr.Logger
 	// Clock defaults to the real clock; tests may inject a fake one to time fencing.
 	Clock clock.WithDelayedExecution
+	// SeveralPerProcess lets tests run agents of several workers in one process; controller
+	// names are then not checked for uniqueness.
+	SeveralPerProcess bool
 }
 
 // Agent is a wired, not yet started, fleetq-agent.
@@ -83,6 +88,7 @@ func New(opts Options) (*Agent, error) {
 		RetryPeriod:                   &cfg.LeaderElection.RetryPeriod.Duration,
 		LeaderElectionReleaseOnCancel: true,
 		Client:                        client.Options{FieldOwner: fleetq.AgentName},
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager for cluster %q: %w", cfg.ClusterName, err)

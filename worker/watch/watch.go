@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -97,10 +96,10 @@ func StripNode(obj any) (any, error) {
 	}, nil
 }
 
-// NodePredicates passes node events that change capacity or flavor membership: creation, deletion,
+// NodeChanged passes node events that change capacity or flavor membership: creation, deletion,
 // and changes of labels, taints, cordon or allocatable (not heartbeats).
-func NodePredicates() builder.Predicates {
-	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+func NodeChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Node)
 		n, ok2 := e.ObjectNew.(*corev1.Node)
 		if !ok1 || !ok2 {
@@ -110,13 +109,13 @@ func NodePredicates() builder.Predicates {
 			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 			o.Spec.Unschedulable != n.Spec.Unschedulable ||
 			!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
-	}})
+	}}
 }
 
-// PodPredicates passes pod events that change what a node holds: a pod bound (created in the
-// watch), gone or finished (deleted from it), or resized.
-func PodPredicates() builder.Predicates {
-	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+// PodChanged passes pod events that change what a node holds: a pod bound (created in the watch),
+// gone or finished (deleted from it), or resized.
+func PodChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
 		n, ok2 := e.ObjectNew.(*corev1.Pod)
 		if !ok1 || !ok2 {
@@ -124,12 +123,12 @@ func PodPredicates() builder.Predicates {
 		}
 		return o.Spec.NodeName != n.Spec.NodeName || capacity.Terminal(o) != capacity.Terminal(n) ||
 			!equality.Semantic.DeepEqual(capacity.PodRequests(&o.Spec), capacity.PodRequests(&n.Spec))
-	}})
+	}}
 }
 
 // Named passes events of one object only.
-func Named(namespace, name string) builder.Predicates {
-	return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+func Named(namespace, name string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == namespace && o.GetName() == name
-	}))
+	})
 }
