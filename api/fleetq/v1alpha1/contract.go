@@ -31,6 +31,14 @@ import (
 // duration (Evicted True reason EvictedByFencing). An evicted copy is never admitted again: the
 // manager requeues its workload and deletes the copy. When a copy's Job finishes the agent sets
 // Finished True (reason Succeeded or Failed). It publishes a CapacityReport named after its cluster.
+// The agent owns spec.suspend of copied Jobs; to stop a copy, the manager deletes it.
+//
+// The Lease is timed by the agent's own clock: it fences leaseDurationSeconds after it last saw
+// spec.renewTime (or the holder) change. No Lease means nothing to fence against: the agent admits
+// and never fences, and deleting the Lease lifts a fence. On start (or leader change) the agent
+// counts its first sight of the Lease as a renewal, so a restart during a partition can keep copies
+// running for up to one more leaseDurationSeconds: keep workerLostTimeout above twice fenceTimeout
+// plus the renew interval for the one-copy guarantee to survive an agent restart.
 const (
 	// OriginLabel marks every object the manager creates in a worker, with the manager's origin
 	// name; the agent touches nothing without it (users' own Jobs are never admitted or suspended).
