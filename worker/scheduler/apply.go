@@ -206,8 +206,9 @@ func (s *Scheduler) finish(ctx context.Context, c *copyState) error {
 	return s.patchStatus(ctx, c.wl, wl)
 }
 
-// converge keeps each copy's Job in the state its Workload calls for (a write that failed halfway
-// is completed by the next pass) and releases an evicted copy's admission once its pods are gone.
+// converge keeps each copy's Job in the state its Workload calls for: running when admitted,
+// suspended otherwise (a write that failed halfway is completed by the next pass), and releases an
+// evicted copy's admission once its pods are gone.
 func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
 	var errs []error
 	for _, c := range copies {
@@ -227,6 +228,9 @@ func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
 			}
 		case workload.HasQuotaReservation(c.wl) || assumed:
 			errs = append(errs, s.setSuspend(ctx, c.job, false))
+		default:
+			// Not admitted here: whoever unsuspended it, its pods must not start.
+			errs = append(errs, s.setSuspend(ctx, c.job, true))
 		}
 	}
 	return errs

@@ -195,7 +195,10 @@ func TestAdmitsWhatFitsAndLeavesUsersJobsAlone(t *testing.T) {
 	fitsJob, fits := copyOf("fits", 8, 0, "", mine())
 	bigJob, big := copyOf("big", 8, 0, "", mine())
 	big.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
+	// Started by mistake (not by the agent): it must be stopped, not left to run without room.
+	bigJob.Spec.Suspend = ptr.To(false)
 	userJob, userWL := copyOf("users", 1, 0, "", nil)
+	userJob.Spec.Suspend = ptr.To(false)
 	otherJob, otherWL := copyOf("other", 1, 0, "", map[string]string{fleetq.OriginLabel: "another-manager"})
 	h := newHarness(t, node("n0"), flavor(), fitsJob, fits, bigJob, big, userJob, userWL, otherJob, otherWL)
 
@@ -203,7 +206,7 @@ func TestAdmitsWhatFitsAndLeavesUsersJobsAlone(t *testing.T) {
 	expect(t, "fits", "suspended=false QuotaReserved=True/Admitted Admitted=True/Admitted admission", h.state("fits"))
 	expect(t, "big", "suspended=true QuotaReserved=False/Pending", h.state("big"))
 	expect(t, "big's reason", `no node has room: pod set "main": largest node fit 0 of 8 nvidia.com/gpu`, h.message("big", kueue.WorkloadQuotaReserved))
-	expect(t, "users' own copy", "suspended=true", h.state("users"))
+	expect(t, "users' own copy", "suspended=false", h.state("users"))
 	expect(t, "another manager's copy", "suspended=true", h.state("other"))
 	expect(t, "published reservation", published{Reserved: map[string]capacity.Amounts{"n0": {gpu: 8, corev1.ResourcePods: 1}}}, h.last)
 
