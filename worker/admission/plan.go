@@ -225,12 +225,12 @@ func Make(in Input) Plan {
 		}
 		if future := s.fit(s.future, p.PodSets); future.Fits {
 			s.hold(perNode(p.PodSets, future.Placements))
-			plan.Pending[p.Key] = fmt.Sprintf("waiting for the pods of evicted workloads to stop (%s); %s", keys(evictingCopies(copies, evicted), 5), noRoom(now.Reason))
+			plan.Pending[p.Key] = fmt.Sprintf("waiting for the pods of evicted workloads to stop (%s); %s", keys(evictingCopies(copies, evicted), 5), noRoom(now.Reason, p.PodSets))
 			continue
 		}
 		victims, placements := s.victims(p, admitted, evicted, reservations)
 		if victims == nil {
-			plan.Pending[p.Key] = noRoom(now.Reason)
+			plan.Pending[p.Key] = noRoom(now.Reason, p.PodSets)
 			continue
 		}
 		for _, v := range victims {
@@ -404,5 +404,11 @@ func keys(copies []*Copy, limit int) string {
 	return strings.Join(names, ", ")
 }
 
-// noRoom phrases nodefit's reason as a pending message.
-func noRoom(reason string) string { return "no node has room: " + reason }
+// noRoom phrases nodefit's reason as a pending message; the pod set is named only when there are
+// several.
+func noRoom(reason string, podSets []nodefit.PodSet) string {
+	if len(podSets) == 1 {
+		reason = strings.TrimPrefix(reason, fmt.Sprintf("pod set %q: ", podSets[0].Name))
+	}
+	return "no node has room: " + reason
+}

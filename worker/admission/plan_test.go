@@ -131,7 +131,7 @@ func TestMake(t *testing.T) {
 			nodes:  []capacity.Node{gpuNode("a", 4), gpuNode("b", 4)},
 			copies: []Copy{makeCopy("ns/w").gpus(1, 8).obj()},
 			want: outcome{Pending: map[string]string{
-				"ns/w": `no node has room: pod set "main": largest node fit 4 of 8 nvidia.com/gpu`,
+				"ns/w": `no node has room: largest node fit 4 of 8 nvidia.com/gpu`,
 			}},
 		},
 		"two copies back to back do not both take the same room": {
@@ -142,7 +142,7 @@ func TestMake(t *testing.T) {
 			},
 			want: outcome{
 				Admit:    map[string]string{"ns/first": "a:1"},
-				Pending:  map[string]string{"ns/second": `no node has room: pod set "main": largest node fit 0 of 8 nvidia.com/gpu`},
+				Pending:  map[string]string{"ns/second": `no node has room: largest node fit 0 of 8 nvidia.com/gpu`},
 				Reserved: map[string]capacity.Amounts{"a": {gpu: 8}},
 			},
 		},
@@ -154,7 +154,7 @@ func TestMake(t *testing.T) {
 			},
 			want: outcome{
 				Admit:    map[string]string{"ns/new-high": "a:1"},
-				Pending:  map[string]string{"ns/old-low": `no node has room: pod set "main": largest node fit 0 of 8 nvidia.com/gpu`},
+				Pending:  map[string]string{"ns/old-low": `no node has room: largest node fit 0 of 8 nvidia.com/gpu`},
 				Reserved: map[string]capacity.Amounts{"a": {gpu: 8}},
 			},
 		},
@@ -165,7 +165,7 @@ func TestMake(t *testing.T) {
 				makeCopy("ns/new").gpus(1, 8).obj(),
 			},
 			want: outcome{
-				Pending:  map[string]string{"ns/new": `no node has room: pod set "main": largest node fit 6 of 8 nvidia.com/gpu`},
+				Pending:  map[string]string{"ns/new": `no node has room: largest node fit 6 of 8 nvidia.com/gpu`},
 				Reserved: map[string]capacity.Amounts{"a": {gpu: 8}},
 			},
 		},
@@ -269,7 +269,7 @@ func TestMake(t *testing.T) {
 				makeCopy("ns/low").gpus(1, 8).admitted(0).runs("a", 1).obj(),
 				makeCopy("ns/huge").prio(10).preempts().gpus(1, 16).obj(),
 			},
-			want: outcome{Pending: map[string]string{"ns/huge": `no node has room: pod set "main": largest node fit 0 of 16 nvidia.com/gpu`}},
+			want: outcome{Pending: map[string]string{"ns/huge": `no node has room: largest node fit 0 of 16 nvidia.com/gpu`}},
 		},
 		"policy Never does not preempt": {
 			nodes: []capacity.Node{gpuNode("a", 8)},
@@ -277,7 +277,7 @@ func TestMake(t *testing.T) {
 				makeCopy("ns/low").gpus(1, 8).admitted(0).runs("a", 1).obj(),
 				makeCopy("ns/high").prio(10).gpus(1, 8).obj(),
 			},
-			want: outcome{Pending: map[string]string{"ns/high": `no node has room: pod set "main": largest node fit 0 of 8 nvidia.com/gpu`}},
+			want: outcome{Pending: map[string]string{"ns/high": `no node has room: largest node fit 0 of 8 nvidia.com/gpu`}},
 		},
 		"equal or higher priority is never preempted": {
 			nodes: []capacity.Node{gpuNode("a", 8)},
@@ -285,7 +285,7 @@ func TestMake(t *testing.T) {
 				makeCopy("ns/same").prio(10).gpus(1, 8).admitted(0).runs("a", 1).obj(),
 				makeCopy("ns/high").prio(10).preempts().gpus(1, 8).obj(),
 			},
-			want: outcome{Pending: map[string]string{"ns/high": `no node has room: pod set "main": largest node fit 0 of 8 nvidia.com/gpu`}},
+			want: outcome{Pending: map[string]string{"ns/high": `no node has room: largest node fit 0 of 8 nvidia.com/gpu`}},
 		},
 		"a preemptor waits for evictions under way without new victims, and holds that room": {
 			nodes: []capacity.Node{gpuNode("a", 8), gpuNode("b", 4)},
@@ -300,16 +300,25 @@ func TestMake(t *testing.T) {
 				Admit: map[string]string{"ns/small": "b:1"},
 				// mid cannot take a (high holds it); small fits beside low on b.
 				Pending: map[string]string{
-					"ns/high": `waiting for the pods of evicted workloads to stop (ns/victim); no node has room: pod set "main": largest node fit 4 of 8 nvidia.com/gpu`,
-					"ns/mid":  `no node has room: pod set "main": largest node fit 4 of 8 nvidia.com/gpu`,
+					"ns/high": `waiting for the pods of evicted workloads to stop (ns/victim); no node has room: largest node fit 4 of 8 nvidia.com/gpu`,
+					"ns/mid":  `no node has room: largest node fit 4 of 8 nvidia.com/gpu`,
 				},
 				Reserved: map[string]capacity.Amounts{"b": {gpu: 4}},
 			},
 		},
+		"with several pod sets, the message names the one that does not fit": {
+			nodes: []capacity.Node{gpuNode("a", 0)},
+			copies: []Copy{{Key: "ns/multi", PodSets: []nodefit.PodSet{
+				{Name: "driver", Count: 1, Requests: map[corev1.ResourceName]int64{gpu: 1}},
+				{Name: "workers", Count: 2, Requests: map[corev1.ResourceName]int64{gpu: 4}},
+			}}},
+			// The workers take the node first (largest pods first); the driver is left out.
+			want: outcome{Pending: map[string]string{"ns/multi": `no node has room: pod set "driver": only 0 of 1 pods fit at once on 1 eligible node(s)`}},
+		},
 		"unschedulable nodes take nothing": {
 			nodes:  []capacity.Node{func() capacity.Node { n := gpuNode("a", 0); n.Unschedulable = true; return n }()},
 			copies: []Copy{makeCopy("ns/w").gpus(1, 1).obj()},
-			want:   outcome{Pending: map[string]string{"ns/w": `no node has room: pod set "main": no nodes`}},
+			want:   outcome{Pending: map[string]string{"ns/w": `no node has room: no nodes`}},
 		},
 	}
 	for name, tc := range cases {

@@ -149,7 +149,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			Eventually(func(g Gomega) {
 				wl := getWorkload(ctx, g, teamNS, name)
 				c := conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
-				g.Expect(c.Message).To(HavePrefix(`no node has room: pod set "main": `))
+				g.Expect(c.Message).To(HavePrefix(`no node has room: `))
 				g.Expect(wl.Status.Admission).To(BeNil())
 				g.Expect(getJob(ctx, g, teamNS, name).Spec.Suspend).To(Equal(ptr.To(true)))
 			}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
@@ -170,7 +170,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		Eventually(func(g Gomega) {
 			wl := getWorkload(ctx, g, teamNS, "too-big")
 			c := conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
-			g.Expect(c.Message).To(Equal(`no node has room: pod set "main": largest node fit 0 of 12 nvidia.com/gpu`))
+			g.Expect(c.Message).To(Equal(`no node has room: largest node fit 0 of 12 nvidia.com/gpu`))
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 		deleteCopy(ctx, teamNS, "waits")
 		deleteCopy(ctx, teamNS, "too-big")
@@ -219,7 +219,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		copySpec{ns: teamNS, name: "huge", count: 1, gpus: 12, priority: 20, policy: fleetq.LocalPreemptionLowerPriority}.create(ctx)
 		Eventually(func(g Gomega) {
 			c := conditionIs(g, getWorkload(ctx, g, teamNS, "huge"), kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
-			g.Expect(c.Message).To(Equal(`no node has room: pod set "main": largest node fit 0 of 12 nvidia.com/gpu`))
+			g.Expect(c.Message).To(Equal(`no node has room: largest node fit 0 of 12 nvidia.com/gpu`))
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 		for _, name := range []string{"mid", "high"} {
 			wl := getWorkload(ctx, Default, teamNS, name)

@@ -205,7 +205,7 @@ func TestAdmitsWhatFitsAndLeavesUsersJobsAlone(t *testing.T) {
 	h.pass()
 	expect(t, "fits", "suspended=false QuotaReserved=True/Admitted Admitted=True/Admitted admission", h.state("fits"))
 	expect(t, "big", "suspended=true QuotaReserved=False/Pending", h.state("big"))
-	expect(t, "big's reason", `no node has room: pod set "main": largest node fit 0 of 8 nvidia.com/gpu`, h.message("big", kueue.WorkloadQuotaReserved))
+	expect(t, "big's reason", `no node has room: largest node fit 0 of 8 nvidia.com/gpu`, h.message("big", kueue.WorkloadQuotaReserved))
 	expect(t, "users' own copy", "suspended=false", h.state("users"))
 	expect(t, "another manager's copy", "suspended=true", h.state("other"))
 	expect(t, "published reservation", published{Reserved: map[string]capacity.Amounts{"n0": {gpu: 8, corev1.ResourcePods: 1}}}, h.last)
@@ -269,7 +269,7 @@ func TestPreemptsTheLowerPriorityCopyThenAdmitsOnceItsPodsAreGone(t *testing.T) 
 
 	// While the victim's pod is still there, another pass neither admits nor picks new victims.
 	h.pass()
-	expect(t, "high waits", "waiting for the pods of evicted workloads to stop (team/low); no node has room: pod set \"main\": largest node fit 0 of 8 nvidia.com/gpu",
+	expect(t, "high waits", "waiting for the pods of evicted workloads to stop (team/low); no node has room: largest node fit 0 of 8 nvidia.com/gpu",
 		h.message("high", kueue.WorkloadQuotaReserved))
 
 	if err := h.c.Delete(context.Background(), runningPod(lowJob, "n0", 8)); err != nil {
