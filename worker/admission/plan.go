@@ -17,6 +17,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -101,10 +102,41 @@ type state struct {
 	index  map[string]int
 	now    []capacity.Amounts
 	future []capacity.Amounts
+	// diverged is set once future holds more than now (evicted pods still hold room), so plans
+	// without evictions under way fit each pending copy once, not twice.
+	diverged bool
+	// misfits remembers, until free now changes, the pod sets that did not fit it: the many
+	// identical copies of a job array are judged once per change, not once each.
+	misfits map[string]nodefit.Result
+}
+
+// addNow changes free now by sign × amounts per node.
+func (s *state) addNow(perNode map[string]capacity.Amounts, sign int64) {
+	if len(perNode) == 0 {
+		return
+	}
+	add(s.now, s.index, perNode, sign)
+	clear(s.misfits)
+}
+
+// fitNow fits pod sets on free now, answering known misfits from memory.
+func (s *state) fitNow(podSets []nodefit.PodSet) nodefit.Result {
+	key, err := json.Marshal(podSets)
+	if err != nil {
+		return s.fit(s.now, podSets)
+	}
+	if r, ok := s.misfits[string(key)]; ok {
+		return r
+	}
+	r := s.fit(s.now, podSets)
+	if !r.Fits {
+		s.misfits[string(key)] = r
+	}
+	return r
 }
 
 func newState(nodes []capacity.Node) *state {
-	s := &state{index: map[string]int{}}
+	s := &state{index: map[string]int{}, misfits: map[string]nodefit.Result{}}
 	for i := range nodes {
 		n := nodes[i]
 		if n.Unschedulable {
@@ -190,7 +222,7 @@ func Make(in Input) Plan {
 	for _, c := range admitted {
 		r := s.reserveMissing(c)
 		reservations[c.Key] = r
-		add(s.now, s.index, r, -1)
+		s.addNow(r, -1)
 		add(s.future, s.index, r, -1)
 	}
 
@@ -198,6 +230,7 @@ func Make(in Input) Plan {
 	evicting := filter(copies, Evicting)
 	for _, c := range evicting {
 		add(s.future, s.index, c.Held, +1)
+		s.diverged = s.diverged || len(c.Held) > 0
 	}
 
 	// 3. Pending copies, highest priority first.
@@ -214,16 +247,18 @@ func Make(in Input) Plan {
 		evicted[c.Key] = true
 	}
 	for _, p := range pending {
-		now := s.fit(s.now, p.PodSets)
+		now := s.fitNow(p.PodSets)
 		if now.Fits {
 			use := perNode(p.PodSets, now.Placements)
-			add(s.now, s.index, use, -1)
+			s.addNow(use, -1)
 			add(s.future, s.index, use, -1)
 			plan.Admit = append(plan.Admit, Admission{Key: p.Key, Placements: now.Placements})
 			reservations[p.Key] = use
 			continue
 		}
-		if future := s.fit(s.future, p.PodSets); future.Fits {
+		if !s.diverged {
+			// Nothing is being released: the future is now, and p does not fit there.
+		} else if future := s.fit(s.future, p.PodSets); future.Fits {
 			s.hold(perNode(p.PodSets, future.Placements))
 			plan.Pending[p.Key] = fmt.Sprintf("waiting for the pods of evicted workloads to stop (%s); %s", keys(evictingCopies(copies, evicted), 5), noRoom(now.Reason, p.PodSets))
 			continue
@@ -236,8 +271,9 @@ func Make(in Input) Plan {
 		for _, v := range victims {
 			evicted[v.Key] = true
 			add(s.future, s.index, v.Held, +1)
+			s.diverged = s.diverged || len(v.Held) > 0
 			// Its pods not yet bound will never come.
-			add(s.now, s.index, reservations[v.Key], +1)
+			s.addNow(reservations[v.Key], +1)
 			add(s.future, s.index, reservations[v.Key], +1)
 			delete(reservations, v.Key)
 			plan.Evict = append(plan.Evict, Eviction{Key: v.Key, Preemptor: p.Key, Message: fmt.Sprintf(
@@ -260,7 +296,7 @@ func Make(in Input) Plan {
 
 // hold deducts a waiting copy's future placement from now and future.
 func (s *state) hold(use map[string]capacity.Amounts) {
-	add(s.now, s.index, use, -1)
+	s.addNow(use, -1)
 	add(s.future, s.index, use, -1)
 }
 
@@ -338,6 +374,14 @@ func (s *state) victims(p *Copy, admitted []*Copy, evicted map[string]bool, rese
 	release := func(free []capacity.Amounts, c *Copy, sign int64) {
 		add(free, s.index, c.Held, sign)
 		add(free, s.index, reservations[c.Key], sign)
+	}
+	// One fit with every candidate gone rules out, cheaply, a copy that could never fit.
+	all := clone(free)
+	for _, c := range candidates {
+		release(all, c, +1)
+	}
+	if len(candidates) == 0 || !s.fit(all, p.PodSets).Fits {
+		return nil, nil
 	}
 	var chosen []*Copy
 	var fit nodefit.Result
