@@ -6,11 +6,14 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,14 +96,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	k8s = env.Cluster(worker).Client()
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNS}})).To(Succeed())
 
-	healthPort, err = freePort()
-	Expect(err).NotTo(HaveOccurred())
 	cfg := &config.AgentConfiguration{
 		ClusterName: worker,
 		Namespace:   agentNS,
 		Origin:      origin,
 		Metrics:     config.Endpoint{BindAddress: "0"},
-		Health:      config.Endpoint{BindAddress: "127.0.0.1:" + strconv.Itoa(healthPort)},
 		LeaderElection: config.LeaderElection{
 			LeaseDuration: &metav1.Duration{Duration: 4 * time.Second},
 			RenewDeadline: &metav1.Duration{Duration: 3 * time.Second},
@@ -109,19 +109,26 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		CapacityResyncPeriod: &metav1.Duration{Duration: time.Minute},
 		ClientConnection:     config.ClientConnection{QPS: ptr.To[float32](100), Burst: ptr.To[int32](200)},
 	}
-	cfg.SetDefaults()
-	Expect(cfg.Validate()).To(BeEmpty())
 	// The agent runs with its service account's token and setup.RBAC's permissions only, as it
 	// would in the cluster: a missing permission fails the suite.
-	token := agentToken(ctx)
-	agent, err = env.Start(ctx, framework.ComponentSpec{Name: "fleetq-agent", Cluster: worker, Run: func(ctx context.Context, admin *rest.Config) (err error) {
-		defer func() { fmt.Fprintf(GinkgoWriter, "fleetq-agent stopped: %v\n", err) }()
-		rc := rest.AnonymousClientConfig(admin)
-		rc.BearerToken = token
-		a, err := setup.New(setup.Options{Config: cfg, RestConfig: rc, Log: zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))})
-		if err != nil {
-			return err
+	rc := rest.AnonymousClientConfig(env.Cluster(worker).RESTConfig())
+	rc.BearerToken = agentToken(ctx)
+	var a *setup.Agent
+	// New binds the probe port; another process on this machine may take a free port first.
+	for attempt := 1; ; attempt++ {
+		healthPort, err = freePort()
+		Expect(err).NotTo(HaveOccurred())
+		cfg.Health = config.Endpoint{BindAddress: "127.0.0.1:" + strconv.Itoa(healthPort)}
+		cfg.SetDefaults()
+		Expect(cfg.Validate()).To(BeEmpty())
+		a, err = setup.New(setup.Options{Config: cfg, RestConfig: rc, Log: zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))})
+		if err == nil || attempt == 3 || !(errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
+			break
 		}
+	}
+	Expect(err).NotTo(HaveOccurred())
+	agent, err = env.Start(ctx, framework.ComponentSpec{Name: "fleetq-agent", Cluster: worker, Run: func(ctx context.Context, _ *rest.Config) (err error) {
+		defer func() { fmt.Fprintf(GinkgoWriter, "fleetq-agent stopped: %v\n", err) }()
 		return a.Start(ctx)
 	}})
 	Expect(err).NotTo(HaveOccurred())
