@@ -48,6 +48,7 @@ type Dispatcher struct {
 	copies  *copies.Reconciler
 	mkc     *registry.Controller
 	flavors *flavorsync.Syncer
+	gc      *gc.Collector
 	wake    func()
 	log     logr.Logger
 }
@@ -65,6 +66,7 @@ type Options struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, error) {
 	cfg, mc := opts.Config, opts.Config.MultiCluster
 	d := &Dispatcher{Book: placement.NewBook(), Checks: checks.NewIndex(), client: mgr.GetClient(), wake: opts.WakeQueues, log: opts.Log}
+	d.Checks.OnChange = opts.WakeQueues
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, ClusterNameIndex, func(o client.Object) []string {
 		if c := workload.ClusterName(o.(*kueue.Workload)); c != "" {
 			return []string{c}
@@ -94,6 +96,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 			return nil, err
 		}
 	}
+	d.gc = &gc.Collector{Client: mgr.GetClient(), Registry: d.Registry, Log: opts.Log.WithName("gc"), Origin: mc.Origin, Interval: mc.GCInterval.Duration}
 	host, _ := os.Hostname()
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		d.copies, d.mkc, &checks.Controller{Client: mgr.GetClient(), Index: d.Checks}, &flavorWatch{d: d},
@@ -109,7 +112,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 		d.Registry, d.flavors,
 		&lease.Renewer{Registry: d.Registry, Clock: opts.Clock, Log: opts.Log.WithName("lease"), Namespace: cfg.Namespace,
 			Origin: mc.Origin, Identity: host, Interval: mc.LeaseRenewInterval.Duration, Duration: mc.FenceTimeout.Duration},
-		&gc.Collector{Client: mgr.GetClient(), Registry: d.Registry, Log: opts.Log.WithName("gc"), Origin: mc.Origin, Interval: mc.GCInterval.Duration},
+		d.gc,
 	} {
 		if err := mgr.Add(r); err != nil {
 			return nil, err
@@ -140,6 +143,12 @@ func (d *Dispatcher) healthChanged(cluster string) {
 	d.mkc.HealthChanged(cluster)
 	go d.requeuePlacedOn(cluster)
 	if _, h := d.Registry.Get(cluster); h.Active {
+		// A worker that answers again may hold copies of workloads placed elsewhere meanwhile.
+		go func() {
+			if n, err := d.gc.CollectCluster(context.Background(), cluster); err != nil || n > 0 {
+				d.log.Info("Collected copies on a worker that answers again", "cluster", cluster, "deleted", n, "error", err)
+			}
+		}()
 		d.flavors.Trigger()
 		if d.wake != nil {
 			d.wake()
@@ -162,6 +171,9 @@ func (d *Dispatcher) requeuePlacedOn(cluster string) {
 // ClusterQueue with a MultiKueue check, or says why none has room. Workloads of other queues
 // are admitted on quota alone.
 func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames []kueue.AdmissionCheckReference) (cluster string, ok bool, why string) {
+	if unknown, ok := d.Checks.Unknown(checkNames); ok {
+		return "", false, fmt.Sprintf("waiting for admission check %s to be processed", unknown)
+	}
 	names, multi := d.Checks.Clusters(checkNames)
 	if !multi {
 		return "", true, ""

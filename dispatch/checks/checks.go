@@ -33,10 +33,27 @@ const (
 type Index struct {
 	mu       sync.Mutex
 	clusters map[string][]string // check name → ordered worker names
+	// seen holds every check reconciled so far, MultiKueue or not.
+	seen map[string]bool
+	// OnChange, when set, hears that the index changed (queues waiting for it may proceed).
+	OnChange func()
 }
 
 // NewIndex returns an empty index.
-func NewIndex() *Index { return &Index{clusters: map[string][]string{}} }
+func NewIndex() *Index { return &Index{clusters: map[string][]string{}, seen: map[string]bool{}} }
+
+// Unknown returns the first of names the index has not seen yet (after a manager start, the
+// check controller may not have caught up): placement waits rather than guess.
+func (x *Index) Unknown(names []kueue.AdmissionCheckReference) (kueue.AdmissionCheckReference, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, n := range names {
+		if !x.seen[string(n)] {
+			return n, true
+		}
+	}
+	return "", false
+}
 
 // Clusters returns the workers, in preference order, of the MultiKueue checks among names,
 // and whether any of the names is a MultiKueue check.
@@ -70,14 +87,30 @@ func (x *Index) IsMultiKueue(name kueue.AdmissionCheckReference) bool {
 
 func (x *Index) set(name string, clusters []string) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.clusters[name] = clusters
+	x.seen[name] = true
+	x.mu.Unlock()
+	x.changed()
 }
 
-func (x *Index) remove(name string) {
+// remove forgets a check's workers; seen says whether the check still exists (as a
+// non-MultiKueue check) or is gone.
+func (x *Index) remove(name string, seen bool) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	delete(x.clusters, name)
+	if seen {
+		x.seen[name] = true
+	} else {
+		delete(x.seen, name)
+	}
+	x.mu.Unlock()
+	x.changed()
+}
+
+func (x *Index) changed() {
+	if x.OnChange != nil {
+		x.OnChange()
+	}
 }
 
 // Controller reconciles MultiKueue AdmissionChecks.
@@ -113,13 +146,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ac := &kueue.AdmissionCheck{}
 	if err := c.Client.Get(ctx, req.NamespacedName, ac); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.Index.remove(req.Name)
+			c.Index.remove(req.Name, false)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if ac.Spec.ControllerName != kueue.MultiKueueControllerName {
-		c.Index.remove(ac.Name)
+		c.Index.remove(ac.Name, true)
 		return reconcile.Result{}, nil
 	}
 	cond := metav1.Condition{Type: kueue.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: ReasonActive, ObservedGeneration: ac.Generation}

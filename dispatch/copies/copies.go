@@ -116,8 +116,17 @@ func (r *Reconciler) RemoteChanged(_ string, obj client.Object) {
 	r.Remote <- event.TypedGenericEvent[*kueue.Workload]{Object: wl}
 }
 
-// Reconcile moves one workload's copies a step.
+// Reconcile moves one workload's copies a step; a write that lost a race with another
+// controller is retried from fresh state, without logging it as an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.Namespace + "/" + req.Name
 	wl := &kueue.Workload{}
 	if err := r.Client.Get(ctx, req.NamespacedName, wl); err != nil {
@@ -136,7 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.stop(ctx, wl, cluster)
 	}
 	if cluster == "" {
-		return reconcile.Result{}, nil // reserved by an older manager without a placement; the scheduler's placement sets it
+		// Quota reserved without a placement (e.g. by a manager that did not know the check
+		// yet): place it again rather than hold quota nowhere.
+		return reconcile.Result{}, r.evict(ctx, wl, check, "quota was reserved without a worker placement; placing it again")
 	}
 	w, h := r.Registry.Get(cluster)
 	if w == nil || !h.Active {
@@ -207,21 +218,39 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)))
 }
 
-// removeCopies deletes a workload's Job and Workload copies from every worker, only those that
+// removeCopies deletes a workload's Workload and Job copies from every worker, only those that
 // carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
 // reached holds its copies until it is lost (its agent fenced them) or back (then they go).
-func (r *Reconciler) removeCopies(ctx context.Context, name types.NamespacedName, uid types.UID, cluster string) error {
+func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, uid types.UID, cluster string) error {
 	var errs *multierror.Error
 	for _, c := range r.Registry.Names() {
 		w, h := r.Registry.Get(c)
 		if w == nil || !h.Active {
 			if c == cluster && !r.lost(h) {
-				errs = multierror.Append(errs, fmt.Errorf("worker %s: unreachable, its copies of %s stay until it answers or is lost", c, name))
+				errs = multierror.Append(errs, fmt.Errorf("worker %s: unreachable, its copies of %s stay until it answers or is lost", c, wl))
 			}
 			continue
 		}
-		for _, obj := range []client.Object{&kueue.Workload{}, &batchv1.Job{}} {
-			if err := r.deleteOwned(ctx, w, obj, name, uid); err != nil {
+		// The Job copy has the job's name; it names its workload in an annotation.
+		jobs := &batchv1.JobList{}
+		if err := w.Client.List(ctx, jobs, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
+			continue
+		}
+		objs := []client.Object{}
+		for i := range jobs.Items {
+			if jobs.Items[i].Annotations[WorkloadNameAnnotation] == wl.Name {
+				objs = append(objs, &jobs.Items[i])
+			}
+		}
+		rwl := &kueue.Workload{}
+		if err := w.Client.Get(ctx, wl, rwl); err == nil {
+			objs = append(objs, rwl)
+		} else if !apierrors.IsNotFound(err) {
+			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
+		}
+		for _, obj := range objs {
+			if err := r.deleteOwned(ctx, w, obj, uid); err != nil {
 				errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
 			}
 		}
@@ -229,22 +258,18 @@ func (r *Reconciler) removeCopies(ctx context.Context, name types.NamespacedName
 	return errs.ErrorOrNil()
 }
 
-func (r *Reconciler) deleteOwned(ctx context.Context, w *registry.Worker, obj client.Object, name types.NamespacedName, uid types.UID) error {
-	if err := w.Client.Get(ctx, name, obj); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin {
-		return nil // not ours: never touched
+// deleteOwned deletes a copy read from a worker after checking it is this manager's and, when
+// uid is set, this workload's; a copy of another incarnation is left to garbage collection.
+func (r *Reconciler) deleteOwned(ctx context.Context, w *registry.Worker, obj client.Object, uid types.UID) error {
+	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin || obj.GetDeletionTimestamp() != nil {
+		return nil
 	}
 	if uid != "" && obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(uid) {
-		return nil // a copy of another incarnation of the workload; garbage collection decides
-	}
-	if obj.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %T %s: %w", obj, name, err)
+		return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
@@ -502,7 +527,12 @@ func (r *Reconciler) evict(ctx context.Context, wl *kueue.Workload, check kueue.
 // mirror copies the worker's Job status to the management cluster's Job, at most once per
 // MirrorInterval while it runs, at once when it finishes.
 func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, job *batchv1.Job, res reconcile.Result) (reconcile.Result, error) {
-	if job.Spec.ManagedBy == nil || *job.Spec.ManagedBy != jobs.ManagedByMultiKueue {
+	if !jobs.Dispatched(job) {
+		return res, nil
+	}
+	if ptr.Deref(job.Spec.Suspend, false) {
+		// The job integration starts it once the workload is Admitted; a status mirrored into
+		// a suspended job would contradict its spec.
 		return res, nil
 	}
 	rjob := &batchv1.Job{}

@@ -63,17 +63,25 @@ func (c *Collector) Collect(ctx context.Context) (int, error) {
 	var errs *multierror.Error
 	deleted := 0
 	for _, name := range c.Registry.Names() {
-		w, h := c.Registry.Get(name)
-		if w == nil || !h.Active {
-			continue
-		}
-		n, err := c.collect(ctx, w)
+		n, err := c.CollectCluster(ctx, name)
 		deleted += n
-		if err != nil {
-			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", name, err))
-		}
+		errs = multierror.Append(errs, err)
 	}
 	return deleted, errs.ErrorOrNil()
+}
+
+// CollectCluster runs one pass over one worker, e.g. right after it answers again, so copies
+// it held while it was lost go at once.
+func (c *Collector) CollectCluster(ctx context.Context, name string) (int, error) {
+	w, h := c.Registry.Get(name)
+	if w == nil || !h.Active {
+		return 0, nil
+	}
+	n, err := c.collect(ctx, w)
+	if err != nil {
+		return n, fmt.Errorf("worker %s: %w", name, err)
+	}
+	return n, nil
 }
 
 func (c *Collector) collect(ctx context.Context, w *registry.Worker) (int, error) {

@@ -144,8 +144,9 @@ func (r *Registry) Fail(name, reason string, err error) {
 		e = &entry{}
 		r.workers[name] = e
 	}
-	r.setHealthLocked(name, e, false, reason, err.Error())
+	changed := r.setHealthLocked(e, false, reason, err.Error())
 	r.mu.Unlock()
+	r.notifyHealth(name, changed)
 }
 
 // Ensure connects to a worker with a kubeconfig, or keeps the existing connection when the
@@ -173,23 +174,28 @@ func (r *Registry) Ensure(ctx context.Context, name string, kubeconfig []byte) H
 
 	w, reason, err := r.connect(ctx, name, kubeconfig)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if cur, ok := r.workers[name]; !ok || cur != e {
 		// Removed or replaced while connecting.
+		r.mu.Unlock()
 		if w != nil {
 			w.cancel()
 		}
 		return Health{Reason: ReasonConnecting}
 	}
+	var changed bool
 	if err != nil {
 		e.failures++
 		e.nextAttempt = r.opts.Clock.Now().Add(backoff(e.failures))
-		r.setHealthLocked(name, e, false, reason, err.Error())
-		return e.health
+		r.opts.Log.Info("Worker connection failed", "cluster", name, "reason", reason, "error", err.Error(), "retryAfter", backoff(e.failures))
+		changed = r.setHealthLocked(e, false, reason, err.Error())
+	} else {
+		e.worker, e.failures = w, 0
+		changed = r.setHealthLocked(e, true, ReasonActive, "Connected")
 	}
-	e.worker, e.failures = w, 0
-	r.setHealthLocked(name, e, true, ReasonActive, "Connected")
-	return e.health
+	h := e.health
+	r.mu.Unlock()
+	r.notifyHealth(name, changed)
+	return h
 }
 
 // Remove disconnects a worker that is no longer registered.
@@ -208,12 +214,18 @@ func backoff(failures int) time.Duration {
 	return min(d, time.Minute)
 }
 
-func (r *Registry) setHealthLocked(name string, e *entry, active bool, reason, msg string) {
+// setHealthLocked records a worker's health and reports whether it changed; the caller calls
+// notifyHealth after releasing the lock (the hook reads the registry).
+func (r *Registry) setHealthLocked(e *entry, active bool, reason, msg string) bool {
 	changed := e.health.Active != active || e.health.Reason != reason || e.health.Message != msg
 	if e.health.Active != active || e.health.Since.IsZero() {
 		e.health.Since = r.opts.Clock.Now()
 	}
 	e.health.Active, e.health.Reason, e.health.Message = active, reason, msg
+	return changed
+}
+
+func (r *Registry) notifyHealth(name string, changed bool) {
 	if changed && r.opts.OnHealth != nil {
 		r.opts.OnHealth(name)
 	}
@@ -384,15 +396,18 @@ func (r *Registry) probeAll() {
 		wg.Go(func() {
 			_, err := p.w.discovery.ServerVersion()
 			r.mu.Lock()
-			defer r.mu.Unlock()
 			if cur := r.workers[p.name]; cur != p.e {
+				r.mu.Unlock()
 				return
 			}
+			var changed bool
 			if err != nil {
-				r.setHealthLocked(p.name, p.e, false, ReasonClientConnectionFailed, fmt.Sprintf("worker stopped answering: %v", err))
+				changed = r.setHealthLocked(p.e, false, ReasonClientConnectionFailed, fmt.Sprintf("worker stopped answering: %v", err))
 			} else {
-				r.setHealthLocked(p.name, p.e, true, ReasonActive, "Connected")
+				changed = r.setHealthLocked(p.e, true, ReasonActive, "Connected")
 			}
+			r.mu.Unlock()
+			r.notifyHealth(p.name, changed)
 		})
 	}
 	wg.Wait()

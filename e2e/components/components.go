@@ -21,6 +21,7 @@ import (
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/manager/setup"
+	workersetup "github.com/fleetq/fleetq/worker/setup"
 )
 
 // ManagerConfig returns a manager configuration for a test lab: webhooks on a free loopback port
@@ -92,6 +93,81 @@ func WaitForWebhooks(ctx context.Context, c client.Client, timeout time.Duration
 	})
 	if err != nil {
 		return fmt.Errorf("manager webhooks not reachable: %w (last error: %v)", err, last)
+	}
+	return nil
+}
+
+// AgentConfig returns an agent configuration for a lab worker: probes and metrics off, short
+// leader-election timings, the manager's origin and namespace.
+func AgentConfig(cluster string, mgr *config.Configuration) (*config.AgentConfiguration, error) {
+	cfg := &config.AgentConfiguration{
+		ClusterName: cluster,
+		Namespace:   mgr.Namespace,
+		Origin:      mgr.MultiCluster.Origin,
+		Metrics:     config.Endpoint{BindAddress: "0"},
+		Health:      config.Endpoint{BindAddress: "0"},
+		LeaderElection: config.LeaderElection{
+			LeaseDuration: &metav1.Duration{Duration: 4 * time.Second},
+			RenewDeadline: &metav1.Duration{Duration: 3 * time.Second},
+			RetryPeriod:   &metav1.Duration{Duration: 500 * time.Millisecond},
+		},
+		CapacityResyncPeriod: &metav1.Duration{Duration: 30 * time.Second},
+		ClientConnection:     config.ClientConnection{QPS: ptr.To[float32](200), Burst: ptr.To[int32](400)},
+	}
+	cfg.SetDefaults()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return cfg, nil
+}
+
+// StartAgent runs fleetq-agent in-process against a lab worker.
+func StartAgent(ctx context.Context, env *framework.Environment, cfg *config.AgentConfiguration) (*framework.Component, error) {
+	c := env.Cluster(cfg.ClusterName)
+	if c == nil {
+		return nil, fmt.Errorf("no cluster %q in the lab", cfg.ClusterName)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
+	if err := c.Client().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("namespace %s in %s: %w", cfg.Namespace, cfg.ClusterName, err)
+	}
+	return env.Start(ctx, framework.ComponentSpec{
+		Name:    "fleetq-agent",
+		Cluster: cfg.ClusterName,
+		Run: func(ctx context.Context, rc *rest.Config) error {
+			agent, err := workersetup.New(workersetup.Options{Config: cfg, RestConfig: rc, Log: ctrl.Log.WithName("agent").WithValues("cluster", cfg.ClusterName), SeveralPerProcess: true})
+			if err != nil {
+				return err
+			}
+			return agent.Start(ctx)
+		},
+	})
+}
+
+// RegisterWorker makes a lab worker known to the manager the way a user does: a Secret with
+// the worker's kubeconfig (credentials embedded) in the manager's namespace and a
+// MultiKueueCluster pointing at it.
+func RegisterWorker(ctx context.Context, env *framework.Environment, mgr *config.Configuration, worker string) error {
+	w := env.Cluster(worker)
+	if w == nil {
+		return fmt.Errorf("no cluster %q in the lab", worker)
+	}
+	sec, err := framework.WorkerKubeconfigSecret(w, mgr.Namespace, worker+"-kubeconfig")
+	if err != nil {
+		return err
+	}
+	m := env.Management().Client()
+	if err := m.Create(ctx, sec); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("kubeconfig secret of %s: %w", worker, err)
+	}
+	mkc := &kueue.MultiKueueCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: worker},
+		Spec: kueue.MultiKueueClusterSpec{ClusterSource: kueue.ClusterSource{KubeConfig: &kueue.KubeConfig{
+			Location: sec.Name, LocationType: kueue.SecretLocationType,
+		}}},
+	}
+	if err := m.Create(ctx, mkc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("multikueuecluster %s: %w", worker, err)
 	}
 	return nil
 }

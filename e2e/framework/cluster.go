@@ -9,20 +9,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueuev1beta2 "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/lab"
 )
 
-// Scheme knows the built-in kinds, CRDs and fleetq's kueue.x-k8s.io/v1beta2 kinds; every client the
-// harness builds uses it.
+// Scheme knows the built-in kinds, CRDs, fleetq's kueue.x-k8s.io/v1beta2 and fleetq.dev kinds and
+// Cluster API's Cluster; every client the harness builds uses it.
 var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
 	utilruntime.Must(kueuev1beta2.AddToScheme(Scheme))
+	utilruntime.Must(fleetq.AddToScheme(Scheme))
+	utilruntime.Must(clusterv1.AddToScheme(Scheme))
 }
 
 // ClusterProxy is how a spec reaches one cluster, whatever provider runs it.

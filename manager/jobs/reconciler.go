@@ -131,6 +131,12 @@ func Managed(job *batchv1.Job, cfg *config.Configuration) bool {
 	return cfg != nil && cfg.ManageJobsWithoutQueueName
 }
 
+// Dispatched reports whether a Job runs in a worker cluster (spec.managedBy is MultiKueue's):
+// its pods never exist here and its status is mirrored from the worker's copy.
+func Dispatched(job *batchv1.Job) bool {
+	return job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == ManagedByMultiKueue
+}
+
 // Finished reports whether a Job has finished, with the workload reason and a message.
 func Finished(job *batchv1.Job) (bool, string, string) {
 	for _, c := range job.Status.Conditions {
@@ -254,9 +260,12 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, job *batchv1.Jo
 		return err
 	}
 	orig := job.DeepCopy()
+	// A dispatched job runs from its copy in the worker, which gets the placement there; its
+	// template here stays as the user wrote it.
+	dispatched := Dispatched(job)
 	for i := range wl.Status.Admission.PodSetAssignments {
 		psa := &wl.Status.Admission.PodSetAssignments[i]
-		if psa.Name == PodSetName {
+		if psa.Name == PodSetName && !dispatched {
 			Inject(&job.Spec.Template, PlacementFor(psa, flavors, wl.Status.AdmissionChecks))
 			if psa.Count != nil && *psa.Count < ptr.Deref(job.Spec.Parallelism, 1) {
 				job.Spec.Parallelism = ptr.To(*psa.Count) // partial admission
@@ -283,7 +292,7 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job
 	if !ptr.Deref(job.Spec.Suspend, false) {
 		orig := job.DeepCopy()
 		job.Spec.Suspend = ptr.To(true)
-		if len(wl.Spec.PodSets) > 0 {
+		if len(wl.Spec.PodSets) > 0 && !Dispatched(job) {
 			Restore(&job.Spec.Template, &wl.Spec.PodSets[0].Template)
 		}
 		if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
@@ -346,7 +355,7 @@ func Backoff(n, baseSeconds, maxSeconds int32) time.Duration {
 // keepSuspended re-suspends a pending Job that someone unsuspended: it must not create pods
 // before admission (the webhook refuses such edits; this covers jobs from before fleetq ran).
 func (r *Reconciler) keepSuspended(ctx context.Context, job *batchv1.Job, wl *kueue.Workload) error {
-	if ptr.Deref(job.Spec.Suspend, false) || job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == ManagedByMultiKueue {
+	if ptr.Deref(job.Spec.Suspend, false) || Dispatched(job) {
 		return nil
 	}
 	orig := job.DeepCopy()

@@ -1,0 +1,160 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/workload"
+)
+
+// cleanup deletes every job of the specs and waits until no copy is left in any worker.
+func cleanup(ctx context.Context) {
+	for _, ns := range []string{"research", "inference"} {
+		Expect(mgmt.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy("Background"))).To(Succeed())
+	}
+	Eventually(func(g Gomega) {
+		for _, w := range workers {
+			jobs := &batchv1.JobList{}
+			g.Expect(env.Cluster(w).Client().List(ctx, jobs, client.MatchingLabels{kueue.MultiKueueOriginLabel: mgrCfg.MultiCluster.Origin})).To(Succeed())
+			g.Expect(jobs.Items).To(BeEmpty(), "copies left in %s", w)
+		}
+		wls := &kueue.WorkloadList{}
+		g.Expect(mgmt.List(ctx, wls)).To(Succeed())
+		g.Expect(wls.Items).To(BeEmpty())
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+}
+
+var _ = Describe("Dispatch", func() {
+	AfterEach(func(ctx SpecContext) {
+		cleanup(ctx)
+		Expect(watcher.Overlaps()).To(BeEmpty(), "no job may run in two clusters at once")
+	})
+
+	It("runs an A100 job on us-east with the flavor's selector and toleration, and shows its status on the management cluster", func(ctx SpecContext) {
+		job := gpuJob{pods: 2, gpus: 1, runFor: "8s"}.create(ctx, "a100-train")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(2))
+			g.Expect(managerJob(ctx, job).Status.Active).To(BeEquivalentTo(2), "the management cluster's job mirrors the worker's")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		for _, p := range podsIn(ctx, "us-east", job) {
+			Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100))
+			Expect(p.Spec.Tolerations).To(ContainElement(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}))
+		}
+		Expect(podsIn(ctx, "management", job)).To(BeEmpty(), "pods exist only in the worker")
+		Expect(copiesOf(ctx, job)).To(Equal([]string{"us-east"}))
+
+		wl := workloadOf(ctx, job)
+		Expect(wl.Status.AdmissionChecks).To(HaveLen(1))
+		Expect(wl.Status.AdmissionChecks[0].State).To(Equal(kueue.CheckStateReady))
+
+		Eventually(func(g Gomega) {
+			mj := managerJob(ctx, job)
+			g.Expect(mj.Status.Succeeded).To(BeEquivalentTo(2))
+			done := false
+			for _, c := range mj.Status.Conditions {
+				done = done || (c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue)
+			}
+			g.Expect(done).To(BeTrue(), "the job completes on the management cluster too")
+			g.Expect(workload.IsFinished(workloadOf(ctx, job))).To(BeTrue())
+			g.Expect(copiesOf(ctx, job)).To(BeEmpty(), "copies are deleted once the job finished")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("runs an L4 job on eu-west", func(ctx SpecContext) {
+		job := gpuJob{pods: 2, gpus: 1, product: lab.L4, runFor: "1h"}.create(ctx, "l4-infer")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("eu-west"))
+			g.Expect(runningIn(ctx, "eu-west", job)).To(Equal(2))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		wl := workloadOf(ctx, job)
+		Expect(wl.Status.Admission.PodSetAssignments[0].Flavors).To(HaveKeyWithValue(lab.GPUResource, kueue.ResourceFlavorReference("l4-flavor")))
+		for _, p := range podsIn(ctx, "eu-west", job) {
+			Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.L4))
+		}
+	})
+
+	It("keeps A100 jobs on the manager, with no copies, while the A100 workers are full, and starts the next when one finishes", func(ctx SpecContext) {
+		var full []*batchv1.Job
+		for i, ns := range []string{"research", "research", "inference", "inference"} {
+			run := "1h"
+			if i == 0 {
+				run = "20s"
+			}
+			// One 8-GPU pod per job: each fills a node whatever kube-scheduler's spreading does.
+			full = append(full, gpuJob{namespace: ns, pods: 1, gpus: 8, runFor: run}.create(ctx, fmt.Sprintf("big-%d", i)))
+		}
+		Eventually(func(g Gomega) {
+			for _, j := range full {
+				g.Expect(clusterOf(ctx, j)).NotTo(BeEmpty())
+			}
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		waiting := gpuJob{namespace: "inference", pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "waiting")
+		Consistently(func(g Gomega) {
+			g.Expect(copiesOf(ctx, waiting)).To(BeEmpty())
+			g.Expect(clusterOf(ctx, waiting)).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Expect(admissionMessage(ctx, waiting)).To(ContainSubstring("False"))
+		// big-0 finishes after 20s; the waiting job takes its place.
+		Eventually(func(g Gomega) {
+			g.Expect(workload.IsFinished(workloadOf(ctx, full[0]))).To(BeTrue(), "big-0 finished: %v", workloadOf(ctx, full[0]).Status.Conditions)
+			g.Expect(clusterOf(ctx, waiting)).NotTo(BeEmpty(), "waiting: %s", admissionMessage(ctx, waiting))
+			g.Expect(runningIn(ctx, clusterOf(ctx, waiting), waiting)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("keeps a job that fits quota but no node pending, and explains why for each worker", func(ctx SpecContext) {
+		job := gpuJob{pods: 1, gpus: 9, runFor: "1h"}.create(ctx, "too-big")
+		Eventually(func(g Gomega) {
+			msg := admissionMessage(ctx, job)
+			g.Expect(msg).To(ContainSubstring("NoPlacement"))
+			g.Expect(msg).To(ContainSubstring("us-east: pod set \"main\""))
+			g.Expect(msg).To(ContainSubstring("us-west: pod set \"main\""))
+			g.Expect(msg).To(ContainSubstring("nvidia.com/gpu"))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Consistently(func() []string { return copiesOf(ctx, job) }).WithContext(ctx).WithTimeout(3 * time.Second).Should(BeEmpty())
+	})
+
+	It("registers a Cluster API cluster like a MultiKueueCluster", func(ctx SpecContext) {
+		mkc := &kueue.MultiKueueCluster{}
+		Expect(mgmt.Get(ctx, client.ObjectKey{Name: "us-west"}, mkc)).To(Succeed())
+		Expect(mkc.Annotations).To(HaveKeyWithValue(registry.ClusterAPIAnnotation, mgrCfg.Namespace+"/us-west"))
+		Expect(meta.IsStatusConditionTrue(mkc.Status.Conditions, kueue.MultiKueueClusterActive)).To(BeTrue())
+		// Fill us-east so the next A100 job goes to us-west.
+		fill := gpuJob{pods: 2, gpus: 8, runFor: "1h"}.create(ctx, "fill-east")
+		Eventually(func() string { return clusterOf(ctx, fill) }).WithContext(ctx).WithTimeout(wait).Should(Equal("us-east"))
+		job := gpuJob{pods: 1, gpus: 2, runFor: "1h"}.create(ctx, "to-west")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
+			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("dispatches each job exactly once when the manager restarts mid-dispatch", func(ctx SpecContext) {
+		var jobs []*batchv1.Job
+		for i := range 10 {
+			jobs = append(jobs, gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, fmt.Sprintf("burst-%d", i)))
+		}
+		Expect(manager.Restart(ctx)).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, j := range jobs {
+				g.Expect(copiesOf(ctx, j)).To(HaveLen(1), "job %s has exactly one copy", j.Name)
+				g.Expect(runningIn(ctx, clusterOf(ctx, j), j)).To(Equal(1))
+			}
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		wls := &kueue.WorkloadList{}
+		Expect(mgmt.List(ctx, wls, client.InNamespace("research"))).To(Succeed())
+		Expect(wls.Items).To(HaveLen(10), "one workload per job: none lost, none duplicated")
+	})
+})

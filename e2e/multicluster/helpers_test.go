@@ -1,0 +1,142 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best unqualified.
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/workload"
+)
+
+// gpuJob describes a job a spec submits: pods × GPUs per pod, optionally pinned to a GPU product
+// with a node selector, running for runFor on the fake nodes.
+type gpuJob struct {
+	namespace, queue string
+	pods             int32
+	gpus             int64
+	product          string
+	runFor           string
+	priorityClass    string
+}
+
+func (j gpuJob) create(ctx context.Context, name string) *batchv1.Job {
+	if j.namespace == "" {
+		j.namespace = "research"
+	}
+	if j.queue == "" {
+		j.queue = "team-queue"
+	}
+	labels := map[string]string{kueue.QueueNameLabel: j.queue}
+	if j.priorityClass != "" {
+		labels[kueue.PriorityClassLabel] = j.priorityClass
+	}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "trainer", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), lab.GPUResource: *resource.NewQuantity(j.gpus, resource.DecimalSI)},
+					Limits:   corev1.ResourceList{lab.GPUResource: *resource.NewQuantity(j.gpus, resource.DecimalSI)},
+				},
+			}},
+		},
+	}
+	if j.runFor != "" {
+		tmpl.Annotations[lab.RunTimeAnnotation] = j.runFor
+	}
+	if j.product != "" {
+		tmpl.Spec.NodeSelector = map[string]string{lab.GPUProductLabel: j.product}
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.namespace, Name: name, Labels: labels},
+		Spec:       batchv1.JobSpec{Parallelism: ptr.To(j.pods), Completions: ptr.To(j.pods), Template: tmpl},
+	}
+	Expect(mgmt.Create(ctx, job)).To(Succeed())
+	return job
+}
+
+func workloadOf(ctx context.Context, job *batchv1.Job) *kueue.Workload {
+	wl := &kueue.Workload{}
+	if err := mgmt.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: workload.NameFor("Job", job.Name, job.UID)}, wl); err != nil {
+		return nil
+	}
+	return wl
+}
+
+// copiesOf lists the workers holding a Job copy of job.
+func copiesOf(ctx context.Context, job *batchv1.Job) []string {
+	var out []string
+	for _, w := range workers {
+		j := &batchv1.Job{}
+		if err := env.Cluster(w).Client().Get(ctx, client.ObjectKeyFromObject(job), j); err == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// podsIn lists the pods of a job in one cluster that are not being deleted.
+func podsIn(ctx context.Context, cluster string, job *batchv1.Job) []corev1.Pod {
+	pods := &corev1.PodList{}
+	Expect(env.Cluster(cluster).Client().List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func runningIn(ctx context.Context, cluster string, job *batchv1.Job) int {
+	n := 0
+	for _, p := range podsIn(ctx, cluster, job) {
+		if p.Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
+func managerJob(ctx context.Context, job *batchv1.Job) *batchv1.Job {
+	cur := &batchv1.Job{}
+	Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(job), cur)).To(Succeed())
+	return cur
+}
+
+func clusterOf(ctx context.Context, job *batchv1.Job) string {
+	wl := workloadOf(ctx, job)
+	if wl == nil {
+		return ""
+	}
+	return workload.ClusterName(wl)
+}
+
+func admissionMessage(ctx context.Context, job *batchv1.Job) string {
+	wl := workloadOf(ctx, job)
+	if wl == nil {
+		return ""
+	}
+	for _, c := range wl.Status.Conditions {
+		if c.Type == kueue.WorkloadQuotaReserved {
+			return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return ""
+}
+
+func deleteJob(ctx context.Context, job *batchv1.Job) {
+	Expect(client.IgnoreNotFound(mgmt.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+}

@@ -1,0 +1,168 @@
+// Package overlap watches the pods of every cluster during a test and records, per job, when it
+// had running pods in which cluster, so a spec can prove that no job ever ran in two clusters at
+// once. A pod counts as running from the first time it is seen Running until it is seen
+// finished or deleted: a cluster that stops answering keeps its pods "running" until it answers
+// again and shows otherwise — the conservative view.
+package overlap
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Recorder records running intervals of job pods across clusters.
+type Recorder struct {
+	mu sync.Mutex
+	// running maps cluster/namespace/pod to when it started running (observed).
+	running map[string]time.Time
+	// job of each running pod key.
+	job map[string]string
+	// intervals per job per cluster.
+	intervals map[string]map[string][]interval
+}
+
+type interval struct{ from, to time.Time }
+
+// New returns an empty recorder.
+func New() *Recorder {
+	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}}
+}
+
+// Watch records the pods of one cluster until ctx ends.
+func (r *Recorder) Watch(ctx context.Context, cluster string, cs kubernetes.Interface) error {
+	f := informers.NewSharedInformerFactory(cs, 0)
+	inf := f.Core().V1().Pods().Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.observe(cluster, o, false) },
+		UpdateFunc: func(_, o any) { r.observe(cluster, o, false) },
+		DeleteFunc: func(o any) { r.observe(cluster, o, true) },
+	})
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("cluster %s: pod watch did not sync", cluster)
+	}
+	return nil
+}
+
+func (r *Recorder) observe(cluster string, o any, deleted bool) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o, deleted = d.Obj, true
+	}
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	job := pod.Labels[batchv1.JobNameLabel]
+	if job == "" {
+		return
+	}
+	job = pod.Namespace + "/" + job
+	key := cluster + "/" + pod.Namespace + "/" + pod.Name
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start, isRunning := r.running[key]
+	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning
+	switch {
+	case nowRunning && !isRunning:
+		r.running[key], r.job[key] = now, job
+	case !nowRunning && isRunning:
+		delete(r.running, key)
+		r.add(job, cluster, interval{start, now})
+	}
+}
+
+func (r *Recorder) add(job, cluster string, iv interval) {
+	if r.intervals[job] == nil {
+		r.intervals[job] = map[string][]interval{}
+	}
+	r.intervals[job][cluster] = append(r.intervals[job][cluster], iv)
+}
+
+// Overlaps lists every job that had running pods in two clusters at the same moment, with
+// the clusters and the overlapping window; pods still running count up to now.
+func (r *Recorder) Overlaps() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	all := map[string]map[string][]interval{}
+	for job, byCluster := range r.intervals {
+		all[job] = map[string][]interval{}
+		for c, ivs := range byCluster {
+			all[job][c] = append([]interval(nil), ivs...)
+		}
+	}
+	for key, start := range r.running {
+		job := r.job[key]
+		cluster := key[:indexSlash(key)]
+		if all[job] == nil {
+			all[job] = map[string][]interval{}
+		}
+		all[job][cluster] = append(all[job][cluster], interval{start, now})
+	}
+	var out []string
+	for job, byCluster := range all {
+		clusters := make([]string, 0, len(byCluster))
+		for c := range byCluster {
+			clusters = append(clusters, c)
+		}
+		sort.Strings(clusters)
+		for i := range clusters {
+			for j := i + 1; j < len(clusters); j++ {
+				for _, a := range byCluster[clusters[i]] {
+					for _, b := range byCluster[clusters[j]] {
+						if a.from.Before(b.to) && b.from.Before(a.to) {
+							out = append(out, fmt.Sprintf("job %s ran in %s (%s–%s) and %s (%s–%s)", job,
+								clusters[i], a.from.Format(time.StampMilli), a.to.Format(time.StampMilli),
+								clusters[j], b.from.Format(time.StampMilli), b.to.Format(time.StampMilli)))
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Clusters reports in which clusters a job has had running pods so far.
+func (r *Recorder) Clusters(job string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := map[string]bool{}
+	for c := range r.intervals[job] {
+		set[c] = true
+	}
+	for key := range r.running {
+		if r.job[key] == job {
+			set[key[:indexSlash(key)]] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func indexSlash(s string) int {
+	for i := range len(s) {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return len(s)
+}
