@@ -42,13 +42,13 @@ const (
 )
 
 var (
-	env      *framework.Environment
-	mgmt     client.Client
-	manager  *framework.Component
-	mgrCfg   *config.Configuration
-	agents   = map[string]*framework.Component{}
-	watcher  = overlap.New()
-	workers  = []string{"us-east", "us-west", "eu-west"}
+	env       *framework.Environment
+	mgmt      client.Client
+	manager   *framework.Component
+	mgrCfg    *config.Configuration
+	agents    = map[string]*framework.Component{}
+	watcher   = overlap.New()
+	workers   = []string{"us-east", "us-west", "eu-west"}
 	stopWatch context.CancelFunc
 )
 
