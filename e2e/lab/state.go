@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -45,7 +46,8 @@ type ClusterState struct {
 	Name       string `json:"name"`
 	Server     string `json:"server,omitempty"`
 	Kubeconfig string `json:"kubeconfig,omitempty"`
-	// Processes are the local provider's processes, in start order.
+	// Processes are the local provider's processes, in start order, then those RecordProcess added
+	// (fleetq's manager and agents that `make demo` runs against the lab).
 	Processes []ProcessState `json:"processes,omitempty"`
 	// KindCluster is the kind provider's cluster name.
 	KindCluster string `json:"kindCluster,omitempty"`
@@ -307,4 +309,48 @@ func clusterNames(s Spec) []string {
 		names = append(names, c.Name)
 	}
 	return names
+}
+
+// RecordProcess adds ps to cluster's processes in dir's state file, replacing a process of the same
+// name. The local provider treats recorded processes as the cluster's own: `fleetq-lab down` stops
+// them (before their cluster's control plane) and Check reports them when they die. `make demo`
+// records the fleetq-manager and fleetq-agent processes it leaves running this way.
+func RecordProcess(ctx context.Context, dir, cluster string, ps ProcessState) error {
+	return editCluster(ctx, dir, cluster, func(c *ClusterState) {
+		for i := range c.Processes {
+			if c.Processes[i].Name == ps.Name {
+				c.Processes = append(c.Processes[:i], c.Processes[i+1:]...)
+				break
+			}
+		}
+		c.Processes = append(c.Processes, ps)
+	})
+}
+
+// ForgetProcess removes cluster's process named name from dir's state file, once whoever recorded it
+// has stopped it; a name that is not recorded is no error.
+func ForgetProcess(ctx context.Context, dir, cluster, name string) error {
+	return editCluster(ctx, dir, cluster, func(c *ClusterState) {
+		c.Processes = slices.DeleteFunc(c.Processes, func(p ProcessState) bool { return p.Name == name })
+	})
+}
+
+// editCluster changes one cluster's entry of the state file under the directory's lock, so it never
+// races an `up` or `down`.
+func editCluster(ctx context.Context, dir, cluster string, edit func(*ClusterState)) error {
+	unlock, err := lockDir(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s, err := ReadState(dir)
+	if err != nil {
+		return err
+	}
+	c, ok := s.Cluster(cluster)
+	if !ok {
+		return fmt.Errorf("lab dir %s: no cluster %q in the state file", dir, cluster)
+	}
+	edit(c)
+	return WriteState(dir, s)
 }
