@@ -30,6 +30,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/engine"
 	"github.com/fleetq/fleetq/manager/cache"
+	"github.com/fleetq/fleetq/manager/metrics"
 	"github.com/fleetq/fleetq/manager/queue"
 	"github.com/fleetq/fleetq/manager/workloads"
 )
@@ -89,6 +90,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 			return reconcile.Result{}, err
 		}
 		r.forget(req.Name)
+		metrics.ForgetClusterQueue(req.Name)
 		r.Queues.Wake(r.Cache.DeleteClusterQueue(req.Name)...)
 		return reconcile.Result{}, r.reroute(ctx, req.Name)
 	}
@@ -212,6 +214,7 @@ func (r *ClusterQueueReconciler) writeStatus(ctx context.Context, cq *kueue.Clus
 		msg = "Can't admit new workloads: " + st.Message
 	}
 	meta.SetStatusCondition(&want.Conditions, metav1.Condition{Type: kueue.ClusterQueueActive, Status: status, Reason: reason, Message: msg, ObservedGeneration: cq.Generation})
+	metrics.ClusterQueue(cq, want, st, admitted, counts.Active, counts.Parked+counts.BackingOff)
 	return r.patchStatus(ctx, cq, want)
 }
 

@@ -32,6 +32,7 @@ import (
 	enginequeue "github.com/fleetq/fleetq/internal/engine/queue"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/cache"
+	"github.com/fleetq/fleetq/manager/metrics"
 	"github.com/fleetq/fleetq/manager/queue"
 )
 
@@ -168,6 +169,7 @@ func (r *recordingQueues) Pop(cq string) *engine.Workload {
 }
 
 func (s *Scheduler) apply(ctx context.Context, decisions []engine.Decision, admitted map[string]*engine.Workload, placed map[string]placement) {
+	metrics.AdmissionAttempts(decisions)
 	work := make(chan func(), len(decisions))
 	for i := range decisions {
 		d := decisions[i]
@@ -256,6 +258,7 @@ func (s *Scheduler) writeAdmission(ctx context.Context, d engine.Decision, p pla
 	if err := s.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching workload %s: %w", d.Workload, err)
 	}
+	metrics.QuotaReserved(wl, now)
 	if s.Recorder != nil {
 		s.Recorder.Eventf(wl, nil, "Normal", ReasonQuotaReserved, "Admit", "%s; %s", msg, admissionSummary(d.Admission))
 		if p.cluster != "" {
@@ -292,6 +295,7 @@ func (s *Scheduler) evict(ctx context.Context, preemptor string, v engine.Victim
 	if err := s.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching workload %s: %w", v.Key, err)
 	}
+	metrics.Evicted(wl, kueue.WorkloadEvictedByPreemption)
 	if s.Recorder != nil {
 		s.Recorder.Eventf(wl, nil, "Normal", "Preempted", "Preempt", "%s", msg)
 	}
