@@ -48,8 +48,6 @@ const (
 	RejectedNotStarted = "NotStarted"
 	// RejectedWorkerLost: the worker stayed unreachable longer than workerLostTimeout.
 	RejectedWorkerLost = "WorkerLost"
-	// RejectedNoPlacement: quota was reserved without a worker (placed again).
-	RejectedNoPlacement = "NoPlacement"
 )
 
 // waitBuckets span half a second to about nine hours: queueing waits, not request latencies.
@@ -126,7 +124,7 @@ var (
 	}, []string{"cluster"})
 	dispatchRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fleetq_dispatch_rejections_total",
-		Help: "Workloads taken back from a worker cluster to be placed again, by reason (EvictedByWorker, NotStarted, WorkerLost, NoPlacement).",
+		Help: "Workloads taken back from a worker cluster to be placed again, by reason (EvictedByWorker, NotStarted, WorkerLost).",
 	}, []string{"cluster", "reason"})
 	workerActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fleetq_worker_active",
@@ -199,9 +197,12 @@ func Admitted(wl *kueue.Workload, now time.Time) {
 	admissionWait.WithLabelValues(cq).Observe(now.Sub(workload.QueueTime(wl)).Seconds())
 }
 
-// Evicted records the eviction of a workload that held quota in clusterQueue.
-func Evicted(clusterQueue, reason string) {
-	evictedTotal.WithLabelValues(clusterQueue, reason).Inc()
+// Evicted records the eviction, for reason, of a workload that held quota.
+func Evicted(wl *kueue.Workload, reason string) {
+	if wl.Status.Admission == nil {
+		return
+	}
+	evictedTotal.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
 }
 
 // ClusterQueue publishes a queue's status figures: pending workloads (active and inadmissible),
@@ -302,9 +303,11 @@ var lost = struct {
 	since map[string]time.Time
 }{since: map[string]time.Time{}}
 
-// WorkerLost records that a worker unreachable since `since` passed workerLostTimeout; the
-// same outage counts once however many workloads it takes back.
+// WorkerLost records a workload taken back from a worker unreachable since `since` for longer
+// than workerLostTimeout: a WorkerLost rejection, and a lost worker once per outage however many
+// workloads it takes back.
 func WorkerLost(cluster string, since time.Time) {
+	dispatchRejections.WithLabelValues(cluster, RejectedWorkerLost).Inc()
 	lost.mu.Lock()
 	defer lost.mu.Unlock()
 	if prev, ok := lost.since[cluster]; ok && prev.Equal(since) {

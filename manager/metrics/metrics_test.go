@@ -183,7 +183,8 @@ func TestAdmissionFlow(t *testing.T) {
 	direct.Status.Admission.ClusterQueue = "cpu"
 	QuotaReserved(direct, t0.Add(time.Second))
 	QuotaReserved(&kueue.Workload{}, t0) // no admission: nothing
-	Evicted("research", kueue.WorkloadEvictedByPreemption)
+	Evicted(wl, kueue.WorkloadEvictedByPreemption)
+	Evicted(&kueue.Workload{}, kueue.WorkloadEvictedByPreemption) // held no quota: nothing
 	DispatchRejected("us-east", RejectedNotStarted)
 
 	want := []string{
@@ -239,6 +240,7 @@ func TestWorkers(t *testing.T) {
 		Free:        corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("12")},
 	}}}})
 	want := []string{
+		"fleetq_dispatch_rejections_total{cluster=eu-west,reason=WorkerLost} 3",
 		"fleetq_worker_active{cluster=eu-west} 0",
 		"fleetq_worker_active{cluster=us-east} 1",
 		"fleetq_worker_allocatable_capacity{cluster=us-east,flavor=a100,resource=cpu} 192",
@@ -247,7 +249,7 @@ func TestWorkers(t *testing.T) {
 		"fleetq_worker_free_capacity{cluster=us-east,flavor=a100,resource=nvidia.com/gpu} 12",
 		"fleetq_workers_lost_total{cluster=eu-west} 2",
 	}
-	if diff := cmp.Diff(want, series(t, "fleetq_worker")); diff != "" {
+	if diff := cmp.Diff(want, append(series(t, "fleetq_dispatch"), series(t, "fleetq_worker")...)); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
 	}
 	// A new report replaces the flavors of the previous one.
