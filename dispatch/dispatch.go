@@ -33,6 +33,7 @@ import (
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/internal/engine"
 	"github.com/fleetq/fleetq/internal/workload"
+	"github.com/fleetq/fleetq/manager/metrics"
 )
 
 // ClusterNameIndex indexes manager Workloads by status.clusterName.
@@ -129,6 +130,8 @@ func (d *Dispatcher) remoteChanged(cluster string, obj client.Object) {
 			d.log.V(1).Info("Capacity report names another cluster; registered name wins", "cluster", cluster, "report", cr.Status.ClusterName)
 		}
 		d.Book.SetReport(cluster, cr)
+		metrics.Capacity(cluster, cr)
+		d.mkc.HealthChanged(cluster) // refreshes the capacity summary users read on the MultiKueueCluster
 		if d.wake != nil {
 			d.wake()
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/jobs"
+	"github.com/fleetq/fleetq/manager/metrics"
 )
 
 // Labels and annotations the manager puts on what it creates in workers.
@@ -152,6 +153,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	w, h := r.Registry.Get(cluster)
 	if w == nil || !h.Active {
 		if r.lost(h) {
+			metrics.WorkerLost(cluster, h.Since)
 			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s lost: unreachable since %s (%s), longer than workerLostTimeout (%s)",
 				cluster, h.Since.UTC().Format(time.RFC3339), h.Message, r.WorkerLostTimeout))
 		}
@@ -444,6 +446,7 @@ func (r *Reconciler) remoteWorkload(wl *kueue.Workload, rjob *batchv1.Job, polic
 func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, cluster string, remote *kueue.Workload) (reconcile.Result, error) {
 	key := workload.Key(wl)
 	if ev := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
+		metrics.DispatchRejected(cluster, metrics.RejectedEvicted)
 		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s evicted its copy (%s): %s", cluster, ev.Reason, ev.Message))
 	}
 	if workload.HasQuotaReservation(remote) || meta.IsStatusConditionTrue(remote.Status.Conditions, kueue.WorkloadAdmitted) {
@@ -453,6 +456,7 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 		if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil {
 			r.Book.Admitted(key, c.LastTransitionTime.Time)
 		}
+		metrics.Dispatched(cluster, wl, check, r.Clock.Now())
 		return reconcile.Result{}, r.setCheck(ctx, wl, check, kueue.CheckStateReady, fmt.Sprintf("Running in worker %s", cluster))
 	}
 	// Not admitted there (yet): give the agent a moment, then place elsewhere.
@@ -467,6 +471,7 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 	if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
 		msg = fmt.Sprintf("Dispatched to worker %s, which cannot start it yet: %s", cluster, c.Message)
 		if r.Clock.Since(since) >= r.RejectAfter {
+			metrics.DispatchRejected(cluster, metrics.RejectedNotStarted)
 			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s could not start it within %s: %s", cluster, r.RejectAfter, c.Message))
 		}
 	}
@@ -496,6 +501,7 @@ func (r *Reconciler) setCheck(ctx context.Context, wl *kueue.Workload, check kue
 	}
 	if allReady && workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "The workload is admitted and runs in worker "+workload.ClusterName(wl), now) {
 		changed = true
+		metrics.Admitted(wl, now)
 	}
 	if !changed {
 		return nil
@@ -518,6 +524,7 @@ func (r *Reconciler) evict(ctx context.Context, wl *kueue.Workload, check kueue.
 		return client.IgnoreNotFound(err)
 	}
 	r.Book.Forget(workload.Key(wl))
+	metrics.Evicted(wl, kueue.WorkloadEvictedByAdmissionCheck)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonRejected, "Dispatch", "%s", msg)
 	}

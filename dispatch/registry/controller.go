@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/manager/metrics"
 )
 
 // ClusterAPIAnnotation on a MultiKueueCluster names the Cluster API Cluster (namespace/name)
@@ -82,6 +83,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.Get(ctx, req.NamespacedName, mkc); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.Registry.Remove(req.Name)
+			metrics.ForgetWorker(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -99,6 +101,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		h = c.Registry.Ensure(ctx, mkc.Name, kubeconfig)
 	}
 	if err := c.writeCondition(ctx, mkc, h); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.publishCapacity(ctx, mkc); err != nil {
 		return reconcile.Result{}, err
 	}
 	if !h.Active {
@@ -143,6 +148,7 @@ func (c *Controller) kubeconfig(ctx context.Context, mkc *kueue.MultiKueueCluste
 }
 
 func (c *Controller) writeCondition(ctx context.Context, mkc *kueue.MultiKueueCluster, h Health) error {
+	metrics.WorkerActive(mkc.Name, h.Active)
 	cond := metav1.Condition{
 		Type:               kueue.MultiKueueClusterActive,
 		Status:             metav1.ConditionFalse,
