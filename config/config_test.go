@@ -49,11 +49,12 @@ func TestLoadDefaults(t *testing.T) {
 			Origin:                 "multikueue",
 			GCInterval:             &metav1.Duration{Duration: time.Minute},
 			WorkerLostTimeout:      &metav1.Duration{Duration: 5 * time.Minute},
-			FenceTimeout:           &metav1.Duration{Duration: 3 * time.Minute},
+			FenceTimeout:           &metav1.Duration{Duration: 2 * time.Minute},
 			LeaseRenewInterval:     &metav1.Duration{Duration: 15 * time.Second},
 			ProbeInterval:          &metav1.Duration{Duration: 10 * time.Second},
 			WorkerClientConnection: ClientConnection{QPS: ptr.To[float32](50), Burst: ptr.To[int32](100)},
 			ClusterAPINamespace:    "fleetq-system",
+			AgentNamespace:         "fleetq-system",
 		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
@@ -75,7 +76,7 @@ func TestLoad(t *testing.T) {
 kind: Configuration
 namespace: batch-system
 clientConnection: {qps: 200, burst: 400}
-multiCluster: {workerLostTimeout: 90s, fenceTimeout: 30s, leaseRenewInterval: 5s}
+multiCluster: {workerLostTimeout: 90s, fenceTimeout: 30s, leaseRenewInterval: 5s, agentNamespace: fleetq-agents}
 fairSharing: {enable: true}
 `,
 			check: func(t *testing.T, c *Configuration) {
@@ -84,6 +85,9 @@ fairSharing: {enable: true}
 				}
 				if c.MultiCluster.FenceTimeout.Duration != 30*time.Second {
 					t.Errorf("fenceTimeout = %v", c.MultiCluster.FenceTimeout.Duration)
+				}
+				if c.MultiCluster.AgentNamespace != "fleetq-agents" {
+					t.Errorf("agentNamespace = %q", c.MultiCluster.AgentNamespace)
 				}
 				if c.MultiCluster.ClusterAPINamespace != "batch-system" {
 					t.Errorf("clusterAPINamespace = %q, want the manager's namespace", c.MultiCluster.ClusterAPINamespace)
@@ -113,12 +117,12 @@ fairSharing: {enable: true}
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nclientConnection: {qps: 100, burst: 10}\n",
 			wantErr: []string{"clientConnection.burst: Invalid value: 10: must be at least qps (100)"},
 		},
-		"fence not shorter than worker lost": {
-			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {workerLostTimeout: 1m, fenceTimeout: 2m}\n",
-			wantErr: []string{"multiCluster.fenceTimeout", "must be shorter than workerLostTimeout (1m0s)"},
+		"worker lost before two fences": {
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {workerLostTimeout: 4m, fenceTimeout: 2m}\n",
+			wantErr: []string{"multiCluster.workerLostTimeout", "must exceed 2 × fenceTimeout + leaseRenewInterval (4m15s)"},
 		},
 		"lease renewal too slow for fence": {
-			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {fenceTimeout: 20s, leaseRenewInterval: 15s}\n",
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {fenceTimeout: 20s, leaseRenewInterval: 15s, workerLostTimeout: 2m}\n",
 			wantErr: []string{"multiCluster.leaseRenewInterval", "at most half of fenceTimeout (20s)"},
 		},
 		"renew deadline not shorter than lease": {

@@ -30,7 +30,7 @@ var (
 	DefaultCertValidity         = 90 * 24 * time.Hour
 	DefaultGCInterval           = time.Minute
 	DefaultWorkerLostTimeout    = 5 * time.Minute
-	DefaultFenceTimeout         = 3 * time.Minute
+	DefaultFenceTimeout         = 2 * time.Minute
 	DefaultLeaseRenewInterval   = 15 * time.Second
 	DefaultProbeInterval        = 10 * time.Second
 	DefaultCapacityResyncPeriod = 30 * time.Second
@@ -101,6 +101,9 @@ func (c *Configuration) SetDefaults() {
 	m.WorkerClientConnection.setDefaults()
 	if m.ClusterAPINamespace == "" {
 		m.ClusterAPINamespace = c.Namespace
+	}
+	if m.AgentNamespace == "" {
+		m.AgentNamespace = c.Namespace
 	}
 }
 

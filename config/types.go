@@ -163,6 +163,9 @@ type MultiCluster struct {
 	ClusterAPISelector *metav1.LabelSelector `json:"clusterAPISelector,omitempty"`
 	// ClusterAPINamespace limits Cluster API discovery to one namespace; empty means Namespace.
 	ClusterAPINamespace string `json:"clusterAPINamespace,omitempty"`
+	// AgentNamespace is where fleetq-agent runs in every worker: the manager renews its fencing
+	// Lease there. Empty means Namespace.
+	AgentNamespace string `json:"agentNamespace,omitempty"`
 }
 
 // AgentConfiguration is fleetq-agent's configuration file. The agent holds credentials for its own

@@ -194,9 +194,14 @@ func (m MultiCluster) validate(p *field.Path) field.ErrorList {
 	errs = append(errs, validatePositive(m.FenceTimeout, p.Child("fenceTimeout"))...)
 	errs = append(errs, validatePositive(m.LeaseRenewInterval, p.Child("leaseRenewInterval"))...)
 	errs = append(errs, validatePositive(m.ProbeInterval, p.Child("probeInterval"))...)
-	if m.FenceTimeout != nil && m.WorkerLostTimeout != nil && m.FenceTimeout.Duration >= m.WorkerLostTimeout.Duration {
-		errs = append(errs, field.Invalid(p.Child("fenceTimeout"), m.FenceTimeout.Duration.String(),
-			fmt.Sprintf("must be shorter than workerLostTimeout (%s), so a lost worker has stopped its copies before they run elsewhere; lower fenceTimeout or raise workerLostTimeout", m.WorkerLostTimeout.Duration)))
+	if m.FenceTimeout != nil && m.WorkerLostTimeout != nil && m.LeaseRenewInterval != nil {
+		// An agent that restarts during a partition counts its first look at the lease as a
+		// renewal, so a copy may run up to two fence timeouts (plus one renewal) after the last
+		// real renewal; the manager must wait longer than that before placing it elsewhere.
+		if need := 2*m.FenceTimeout.Duration + m.LeaseRenewInterval.Duration; m.WorkerLostTimeout.Duration <= need {
+			errs = append(errs, field.Invalid(p.Child("workerLostTimeout"), m.WorkerLostTimeout.Duration.String(),
+				fmt.Sprintf("must exceed 2 × fenceTimeout + leaseRenewInterval (%s), so a lost worker has stopped its copies before they run elsewhere; raise workerLostTimeout or lower fenceTimeout", need)))
+		}
 	}
 	if m.LeaseRenewInterval != nil && m.FenceTimeout != nil && 2*m.LeaseRenewInterval.Duration > m.FenceTimeout.Duration {
 		errs = append(errs, field.Invalid(p.Child("leaseRenewInterval"), m.LeaseRenewInterval.Duration.String(),
@@ -206,6 +211,9 @@ func (m MultiCluster) validate(p *field.Path) field.ErrorList {
 	errs = append(errs, validateSelector(m.ClusterAPISelector, p.Child("clusterAPISelector"))...)
 	if m.ClusterAPINamespace != "" {
 		errs = append(errs, validateNamespace(m.ClusterAPINamespace, p.Child("clusterAPINamespace"))...)
+	}
+	if m.AgentNamespace != "" {
+		errs = append(errs, validateNamespace(m.AgentNamespace, p.Child("agentNamespace"))...)
 	}
 	return errs
 }

@@ -81,7 +81,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 		Client: mgr.GetClient(), Book: d.Book, Checks: d.Checks, Clock: opts.Clock, Log: opts.Log.WithName("copies"),
 		Recorder: mgr.GetEventRecorder("fleetq-dispatch"), Origin: mc.Origin,
 		WorkerLostTimeout: mc.WorkerLostTimeout.Duration, RejectAfter: 15 * time.Second, MirrorInterval: time.Second,
-		Remote: remote,
+		Requeuing: cfg.RequeuingStrategy,
+		Remote:    remote,
 	}
 	d.mkc = &registry.Controller{Client: mgr.GetClient(), Namespace: cfg.Namespace, Health: make(chan event.TypedGenericEvent[*kueue.MultiKueueCluster], 256)}
 	d.Registry = registry.New(registry.Options{
@@ -111,7 +112,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 		NeedLeaderElection() bool
 	}{
 		d.Registry, d.flavors,
-		&lease.Renewer{Registry: d.Registry, Clock: opts.Clock, Log: opts.Log.WithName("lease"), Namespace: cfg.Namespace,
+		&lease.Renewer{Registry: d.Registry, Clock: opts.Clock, Log: opts.Log.WithName("lease"), Namespace: mc.AgentNamespace,
 			Origin: mc.Origin, Identity: host, Interval: mc.LeaseRenewInterval.Duration, Duration: mc.FenceTimeout.Duration},
 		d.gc,
 	} {

@@ -36,6 +36,7 @@ import (
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/dispatch/checks"
 	"github.com/fleetq/fleetq/dispatch/placement"
 	"github.com/fleetq/fleetq/dispatch/registry"
@@ -76,6 +77,8 @@ type Reconciler struct {
 	RejectAfter time.Duration
 	// MirrorInterval is the least time between two mirrors of a running job's status.
 	MirrorInterval time.Duration
+	// Requeuing is the backoff applied when an evicted workload queues again.
+	Requeuing config.RequeuingStrategy
 	// Remote receives manager workloads to reconcile after a change seen in a worker.
 	Remote chan event.TypedGenericEvent[*kueue.Workload]
 
@@ -196,28 +199,78 @@ func (r *Reconciler) forget(key string) {
 	r.mu.Unlock()
 }
 
-// stop removes the copies of a workload that no longer runs in its worker and, once they are
-// gone, clears the mirrored job status so the job integration can requeue the workload.
+// stop removes the copies of a workload that no longer runs in its worker. Once the worker
+// confirms they are gone (or the worker is lost and its agent fenced them), it clears the
+// mirrored job status and, for an evicted workload, requeues it: no copy can start again while
+// the workload waits for, or runs in, another placement.
 func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster string) (reconcile.Result, error) {
 	key := workload.Key(wl)
-	err := r.removeCopies(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}, wl.UID, cluster)
-	if err != nil {
+	name := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	if err := r.removeCopies(ctx, name, wl.UID, cluster); err != nil {
+		return reconcile.Result{RequeueAfter: time.Second}, err
+	}
+	if gone, err := r.copiesGone(ctx, name, wl.UID, cluster); err != nil || !gone {
+		// Deletions in flight; the worker's watch events bring us back.
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 	r.forget(key)
-	if workload.IsFinished(wl) {
+	if workload.IsFinished(wl) || wl.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
 	job, err := r.managerJob(ctx, wl)
 	if err != nil || job == nil {
 		return reconcile.Result{}, err
 	}
-	if job.Status.Active == 0 && ptr.Deref(job.Status.Ready, 0) == 0 && ptr.Deref(job.Status.Terminating, 0) == 0 {
+	if job.Status.Active != 0 || ptr.Deref(job.Status.Ready, 0) != 0 || ptr.Deref(job.Status.Terminating, 0) != 0 || (job.Status.StartTime != nil && ptr.Deref(job.Spec.Suspend, false)) {
+		// As the job controller does for a suspended job: no pods, and no start time, so the
+		// next copy's status can be mirrored (startTime is immutable while unsuspended).
+		orig := job.DeepCopy()
+		job.Status.Active, job.Status.Ready, job.Status.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
+		if ptr.Deref(job.Spec.Suspend, false) {
+			job.Status.StartTime = nil
+		}
+		if err := r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if !workload.HasQuotaReservation(wl) {
 		return reconcile.Result{}, nil
 	}
-	orig := job.DeepCopy()
-	job.Status.Active, job.Status.Ready, job.Status.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
-	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)))
+	if !ptr.Deref(job.Spec.Suspend, false) {
+		// The job integration suspends the job first; its Job is not watched here.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{}, jobs.Requeue(ctx, r.Client, r.Clock, r.Requeuing, wl)
+}
+
+// copiesGone confirms with the API server of the workload's worker (not a cache) that its copies
+// no longer exist; a lost worker counts as confirmed: its agent fenced them.
+func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, uid types.UID, cluster string) (bool, error) {
+	if cluster == "" {
+		return true, nil
+	}
+	w, h := r.Registry.Get(cluster)
+	if w == nil || !h.Active {
+		return r.lost(h), nil
+	}
+	rwl := &kueue.Workload{}
+	if err := w.Reader.Get(ctx, name, rwl); err == nil {
+		if rwl.Annotations[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
+			return false, nil
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	list := &batchv1.JobList{}
+	if err := w.Reader.List(ctx, list, client.InNamespace(name.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+		return false, err
+	}
+	for _, j := range list.Items {
+		if j.Annotations[WorkloadNameAnnotation] == name.Name && j.Annotations[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // removeCopies deletes a workload's Workload and Job copies from every worker, only those that

@@ -116,11 +116,14 @@ func (c *Collector) collect(ctx context.Context, w *registry.Worker) (int, error
 			continue
 		}
 		err = w.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		switch {
+		case err == nil:
+			deleted++
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Already gone (the cache lagged), or replaced by a new object of the same name.
+		default:
 			errs = multierror.Append(errs, fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err))
-			continue
 		}
-		deleted++
 	}
 	return deleted, errs.ErrorOrNil()
 }

@@ -47,7 +47,8 @@ type assumption struct {
 	// take is what the placement takes from each node.
 	take map[string]map[corev1.ResourceName]int64
 	// admittedAt, once the worker admitted the copy, is when (worker clock); a report updated
-	// after it counts the copy and the assumption ends.
+	// strictly after it counts the copy and the assumption ends (both are whole seconds, so a
+	// report of the same second may predate the admission).
 	admittedAt time.Time
 }
 
@@ -80,7 +81,7 @@ func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
 	}
 	b.reports[cluster] = r
 	for key, a := range b.assumed {
-		if a.cluster == cluster && !a.admittedAt.IsZero() && !r.updated.Before(a.admittedAt) {
+		if a.cluster == cluster && !a.admittedAt.IsZero() && r.updated.After(a.admittedAt) {
 			delete(b.assumed, key)
 		}
 	}
@@ -108,7 +109,7 @@ func (b *Book) Admitted(key string, t time.Time) {
 		return
 	}
 	a.admittedAt = t
-	if r, ok := b.reports[a.cluster]; ok && !r.updated.Before(t) {
+	if r, ok := b.reports[a.cluster]; ok && r.updated.After(t) {
 		delete(b.assumed, key)
 	}
 }

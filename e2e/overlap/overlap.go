@@ -1,8 +1,8 @@
 // Package overlap watches the pods of every cluster during a test and records, per job, when it
 // had running pods in which cluster, so a spec can prove that no job ever ran in two clusters at
 // once. A pod counts as running from the first time it is seen Running until it is seen
-// finished or deleted: a cluster that stops answering keeps its pods "running" until it answers
-// again and shows otherwise — the conservative view.
+// finished, terminating or deleted: a cluster that stops answering keeps its pods "running"
+// until it answers again and shows otherwise — the conservative view.
 package overlap
 
 import (
@@ -74,7 +74,8 @@ func (r *Recorder) observe(cluster string, o any, deleted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	start, isRunning := r.running[key]
-	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning
+	// A pod being deleted is being stopped; it no longer counts as running.
+	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
 	switch {
 	case nowRunning && !isRunning:
 		r.running[key], r.job[key] = now, job
@@ -89,6 +90,24 @@ func (r *Recorder) add(job, cluster string, iv interval) {
 		r.intervals[job] = map[string][]interval{}
 	}
 	r.intervals[job][cluster] = append(r.intervals[job][cluster], iv)
+}
+
+// Unobservable drops what was recorded for a job in one cluster. It is for a cluster whose API
+// server was dead: nothing can be known, or enforced, about its pods then (its kubelets would
+// keep running them; no control-plane component can stop them), so its stale copy's interval
+// says nothing about fleetq. The spec that calls it asserts the stale copy is removed instead.
+func (r *Recorder) Unobservable(cluster, job string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.intervals[job] != nil {
+		delete(r.intervals[job], cluster)
+	}
+	for key := range r.running {
+		if r.job[key] == job && key[:indexSlash(key)] == cluster {
+			delete(r.running, key)
+			delete(r.job, key)
+		}
+	}
 }
 
 // Overlaps lists every job that had running pods in two clusters at the same moment, with

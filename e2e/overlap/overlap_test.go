@@ -31,6 +31,17 @@ func TestOverlaps(t *testing.T) {
 	r.observe("east", pod("c-1", "c", corev1.PodPending), false)
 	r.observe("west", pod("c-2", "c", corev1.PodRunning), false)
 
+	// Job d overlaps too, but its east record is declared unobservable (east's API server died).
+	r.observe("east", pod("d-1", "d", corev1.PodRunning), false)
+	r.observe("west", pod("d-2", "d", corev1.PodRunning), false)
+	r.Unobservable("east", "ns/d")
+	// A terminating pod no longer runs: job e moves without overlap.
+	r.observe("east", pod("e-1", "e", corev1.PodRunning), false)
+	term := pod("e-1", "e", corev1.PodRunning)
+	term.DeletionTimestamp = &metav1.Time{}
+	r.observe("east", term, false)
+	r.observe("west", pod("e-2", "e", corev1.PodRunning), false)
+
 	got := r.Overlaps()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "job ns/b ran in east") {
 		t.Fatalf("Overlaps() = %q, want exactly job ns/b", got)

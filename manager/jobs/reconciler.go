@@ -284,11 +284,7 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, job *batchv1.Jo
 // stop suspends an evicted Job and restores its template; once its pods are gone it releases
 // the reservation and requeues the workload with backoff.
 func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job, wl *kueue.Workload) (reconcile.Result, error) {
-	evicted := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
-	reason, msg := kueue.WorkloadDeactivated, "The workload is deactivated (spec.active: false)"
-	if evicted != nil && evicted.Status == metav1.ConditionTrue {
-		reason, msg = evicted.Reason, evicted.Message
-	}
+	reason, msg := evictionCause(wl)
 	if !ptr.Deref(job.Spec.Suspend, false) {
 		orig := job.DeepCopy()
 		job.Spec.Suspend = ptr.To(true)
@@ -302,40 +298,54 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job
 		r.event(job, corev1.EventTypeNormal, ReasonStopped, "%s", msg)
 		return reconcile.Result{}, nil
 	}
+	if Dispatched(job) {
+		// Dispatch requeues it once the worker's copies are confirmed gone, so no copy can
+		// start again while the workload is placed elsewhere.
+		return reconcile.Result{}, nil
+	}
 	if job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 {
 		return reconcile.Result{}, nil // the job controller is still removing pods; its status update brings us back
 	}
-	return reconcile.Result{}, r.requeue(ctx, wl, reason, msg)
+	return reconcile.Result{}, Requeue(ctx, r.Client, r.Clock, r.Config.RequeuingStrategy, wl)
 }
 
-// requeue releases a stopped workload's reservation and queues it again after its backoff, or
-// deactivates it when it was requeued too often.
-func (r *Reconciler) requeue(ctx context.Context, wl *kueue.Workload, reason, msg string) error {
+// evictionCause is why a workload that holds quota must stop: its Evicted condition, or
+// deactivation.
+func evictionCause(wl *kueue.Workload) (reason, msg string) {
+	if ev := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
+		return ev.Reason, ev.Message
+	}
+	return kueue.WorkloadDeactivated, "The workload is deactivated (spec.active: false)"
+}
+
+// Requeue releases a stopped workload's reservation (its job has no pods left anywhere) and
+// queues it again after its backoff, or deactivates it when it was requeued too often.
+func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq config.RequeuingStrategy, wl *kueue.Workload) error {
+	reason, msg := evictionCause(wl)
 	orig := wl.DeepCopy()
-	now := r.Clock.Now()
+	now := clk.Now()
 	wl.Status.Admission = nil
 	wl.Status.ClusterName = nil
 	wl.Status.AdmissionChecks = nil
 	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, ReasonPending, "Quota released: "+msg, now)
 	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionFalse, ReasonPending, "The workload was evicted: "+msg, now)
 	if !workload.IsActive(wl) {
-		return client.IgnoreNotFound(r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 	}
 	rs := wl.Status.RequeueState
 	if rs == nil {
 		rs = &kueue.RequeueState{}
 	}
 	count := ptr.Deref(rs.Count, 0) + 1
-	rq := r.Config.RequeuingStrategy
 	if limit := rq.BackoffLimitCount; limit != nil && count > *limit {
 		workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionFalse, kueue.WorkloadRequeuingLimitExceeded,
 			fmt.Sprintf("Evicted %d times, more than requeuingStrategy.backoffLimitCount (%d); set spec.active: true to try again", count, *limit), now)
-		if err := r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		deact := wl.DeepCopy()
 		wl.Spec.Active = ptr.To(false)
-		return client.IgnoreNotFound(r.Client.Patch(ctx, wl, client.MergeFrom(deact)))
+		return client.IgnoreNotFound(c.Patch(ctx, wl, client.MergeFrom(deact)))
 	}
 	delay := Backoff(count, ptr.Deref(rq.BackoffBaseSeconds, 60), ptr.Deref(rq.BackoffMaxSeconds, 3600))
 	rs.Count = ptr.To(count)
@@ -343,7 +353,7 @@ func (r *Reconciler) requeue(ctx context.Context, wl *kueue.Workload, reason, ms
 	wl.Status.RequeueState = rs
 	workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason,
 		fmt.Sprintf("Queued again after %s of backoff (eviction %d): %s", delay, count, msg), now)
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // Backoff is the requeue delay after the n-th eviction: base × 2^(n-1), at most max.

@@ -1,0 +1,120 @@
+package multicluster
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/e2e/framework"
+	"github.com/fleetq/fleetq/internal/workload"
+)
+
+// setKubeconfig replaces the kubeconfig the manager uses for a worker.
+func setKubeconfig(ctx SpecContext, worker string, data []byte) {
+	sec := &corev1.Secret{}
+	Expect(mgmt.Get(ctx, client.ObjectKey{Namespace: mgrCfg.Namespace, Name: worker + "-kubeconfig"}, sec)).To(Succeed())
+	orig := sec.DeepCopy()
+	sec.Data[framework.KubeconfigSecretKey] = data
+	Expect(mgmt.Patch(ctx, sec, client.MergeFrom(orig))).To(Succeed())
+}
+
+func workerActive(ctx SpecContext, worker string) (bool, string) {
+	mkc := &kueue.MultiKueueCluster{}
+	Expect(mgmt.Get(ctx, client.ObjectKey{Name: worker}, mkc)).To(Succeed())
+	c := meta.FindStatusCondition(mkc.Status.Conditions, kueue.MultiKueueClusterActive)
+	if c == nil {
+		return false, ""
+	}
+	return c.Status == "True", c.Reason
+}
+
+// onEast starts a job that fills one us-east node and waits until it runs there.
+func onEast(ctx SpecContext, name string) *batchv1.Job {
+	// Fill us-west first so nothing else lands there by chance; the job under test goes to us-east.
+	job := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, name)
+	Eventually(func(g Gomega) {
+		g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+		g.Expect(runningIn(ctx, "us-east", job)).To(Equal(1))
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	return job
+}
+
+var _ = Describe("Worker faults", Ordered, func() {
+	AfterEach(func(ctx SpecContext) {
+		cleanup(ctx)
+		Expect(watcher.Overlaps()).To(BeEmpty(), "no job may run in two clusters at once")
+	})
+
+	It("partitioned from the manager, a worker fences its copies before the manager places them elsewhere, and its stale copies go when it is back", func(ctx SpecContext) {
+		job := onEast(ctx, "partitioned")
+		good, err := framework.WorkerKubeconfigSecret(env.Cluster("us-east"), mgrCfg.Namespace, "unused")
+		Expect(err).NotTo(HaveOccurred())
+		closed, err := framework.ClosedPortKubeconfig(env.Cluster("us-east"))
+		Expect(err).NotTo(HaveOccurred())
+		cut := time.Now()
+		setKubeconfig(ctx, "us-east", closed)
+
+		Eventually(func(g Gomega) {
+			active, reason := workerActive(ctx, "us-east")
+			g.Expect(active).To(BeFalse())
+			g.Expect(reason).To(Equal(registry.ReasonClientConnectionFailed))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		// The agent, which still reaches its own API server, stops the copy once the lease expires.
+		Eventually(func() int { return runningIn(ctx, "us-east", job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeZero())
+		fenced := time.Now()
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
+			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		moved := time.Now()
+		Expect(moved.Sub(cut)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "it is placed elsewhere only after workerLostTimeout")
+		Expect(fenced.Before(moved)).To(BeTrue())
+		AddReportEntry("partition: copy fenced / running elsewhere, after the cut",
+			fenced.Sub(cut).Round(time.Second).String()+" / "+moved.Sub(cut).Round(time.Second).String())
+
+		setKubeconfig(ctx, "us-east", good.Data[framework.KubeconfigSecretKey])
+		Eventually(func(g Gomega) {
+			active, _ := workerActive(ctx, "us-east")
+			g.Expect(active).To(BeTrue())
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-west"}), "the stale copy in us-east is deleted")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-east", "us-west"}))
+	})
+
+	It("re-dispatches the jobs of a worker whose API server died, and removes their stale copies when it is back", func(ctx SpecContext) {
+		job := onEast(ctx, "orphaned")
+		faults, err := env.Cluster("us-east").Faults()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(faults.StopAPIServer(ctx)).To(Succeed())
+		stopped := time.Now()
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
+			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		Expect(time.Since(stopped)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration))
+		wl := workloadOf(ctx, job)
+		Expect(workload.IsAdmitted(wl)).To(BeTrue())
+
+		// While us-east's API server is dead, nothing about its pods can be observed or
+		// enforced (a real kubelet would keep running them): its stale copy is excused from the
+		// overlap check, and this spec asserts instead that the copy is removed once it is back.
+		watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
+		Expect(faults.RestartAPIServer(ctx)).To(Succeed())
+		back := time.Now()
+		Eventually(func(g Gomega) {
+			active, _ := workerActive(ctx, "us-east")
+			g.Expect(active).To(BeTrue())
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-west"}), "the stale copy in us-east is deleted")
+			g.Expect(podsIn(ctx, "us-east", job)).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		AddReportEntry("dead API server: back → stale copy removed", time.Since(back).Round(time.Second).String())
+		watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
+	})
+})
