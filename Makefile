@@ -13,7 +13,7 @@ PKGS := ./...
 # Test timeout for the whole suite (unit, integration on real API servers, e2e on the lab).
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit generate verify lint tools demo clean help
+.PHONY: all build test generate verify lint tools demo clean help
 
 all: build
 
@@ -30,9 +30,6 @@ tools: ## Build the pinned control-plane tools (etcd, kube-*, kwok) into bin/; s
 
 test: tools ## Run every test: unit, integration (real API servers) and e2e (the lab).
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 $(PKGS)
-
-unit: ## Run only the tests that need no API server.
-	$(GO) test -short $(PKGS)
 
 generate: ## Regenerate deepcopy code and CRDs.
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...

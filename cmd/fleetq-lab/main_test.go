@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -29,11 +28,6 @@ func TestMain(m *testing.M) {
 		os.Exit(command.Execute())
 	}
 	flag.Parse()
-	if testing.Short() {
-		// `make unit` runs with -short: only tests that need no API server. These start clusters.
-		fmt.Println("cmd/fleetq-lab: not run with -short; it starts clusters (make test)")
-		os.Exit(0)
-	}
 	os.Exit(m.Run())
 }
 

@@ -60,11 +60,6 @@ func init() {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
-		// `make unit` runs with -short: only tests that need no API server. This suite starts a lab.
-		fmt.Println("worker/integration: not run with -short; it starts a lab cluster (make test)")
-		os.Exit(0)
-	}
 	os.Exit(m.Run())
 }
 
