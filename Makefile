@@ -46,3 +46,17 @@ lint: ## gofmt and go vet.
 
 clean: ## Remove built binaries (not the Go cache).
 	rm -rf $(BIN)
+
+# Images and charts (issue 7).
+IMAGE_REPO ?= fleetq
+IMAGE_TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+DOCKER ?= docker
+
+.PHONY: image charts
+
+image: ## Build the fleetq-manager and fleetq-agent images from the Dockerfile (needs a Docker engine and registry access).
+	$(DOCKER) build --target fleetq-manager -t $(IMAGE_REPO)/fleetq-manager:$(IMAGE_TAG) .
+	$(DOCKER) build --target fleetq-agent -t $(IMAGE_REPO)/fleetq-agent:$(IMAGE_TAG) .
+
+charts: ## Write the charts' generated files: CRDs from config/crd/bases, the agent's RBAC from worker/setup.
+	$(GO) run ./charts/sync
