@@ -92,7 +92,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 		OnChange: d.remoteChanged, OnHealth: d.healthChanged,
 	})
 	d.copies.Registry, d.mkc.Registry = d.Registry, d.Registry
-	d.flavors = &flavorsync.Syncer{Client: mgr.GetClient(), Registry: d.Registry, Log: opts.Log.WithName("flavorsync"), Origin: mc.Origin, Interval: time.Minute}
+	d.flavors = flavorsync.New(mgr.GetClient(), d.Registry, opts.Log.WithName("flavorsync"), mc.Origin, time.Minute)
 	if mc.ClusterAPISelector != nil {
 		if err := setupClusterAPI(mgr, cfg); err != nil {
 			return nil, err

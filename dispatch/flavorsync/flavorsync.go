@@ -22,28 +22,25 @@ import (
 
 // Syncer copies ResourceFlavors to workers, on demand (Trigger) and every Interval.
 type Syncer struct {
-	Client   client.Client
-	Registry *registry.Registry
-	Log      logr.Logger
-	Origin   string
-	Interval time.Duration
+	client   client.Client
+	registry *registry.Registry
+	log      logr.Logger
+	origin   string
+	interval time.Duration
+	trigger  chan struct{}
+}
 
-	trigger chan struct{}
+// New returns a Syncer for the workers of a registry.
+func New(c client.Client, reg *registry.Registry, log logr.Logger, origin string, interval time.Duration) *Syncer {
+	return &Syncer{client: c, registry: reg, log: log, origin: origin, interval: interval, trigger: make(chan struct{}, 1)}
 }
 
 // Trigger asks for a sync soon (a flavor changed, a worker connected); it never blocks.
 func (s *Syncer) Trigger() {
 	select {
-	case s.ch() <- struct{}{}:
+	case s.trigger <- struct{}{}:
 	default:
 	}
-}
-
-func (s *Syncer) ch() chan struct{} {
-	if s.trigger == nil {
-		s.trigger = make(chan struct{}, 1)
-	}
-	return s.trigger
 }
 
 // NeedLeaderElection: only the leader writes to workers.
@@ -51,18 +48,17 @@ func (s *Syncer) NeedLeaderElection() bool { return true }
 
 // Start syncs on triggers and every Interval until ctx ends.
 func (s *Syncer) Start(ctx context.Context) error {
-	trig := s.ch()
-	t := time.NewTicker(s.Interval)
+	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
 		if err := s.SyncAll(ctx); err != nil {
-			s.Log.V(1).Info("Flavor sync incomplete", "error", err.Error())
+			s.log.Info("Flavor sync incomplete; retrying", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		case <-trig:
+		case <-s.trigger:
 		}
 	}
 }
@@ -70,12 +66,12 @@ func (s *Syncer) Start(ctx context.Context) error {
 // SyncAll makes every connected worker's flavor copies match the manager's flavors.
 func (s *Syncer) SyncAll(ctx context.Context) error {
 	want := &kueue.ResourceFlavorList{}
-	if err := s.Client.List(ctx, want); err != nil {
+	if err := s.client.List(ctx, want); err != nil {
 		return err
 	}
 	var errs *multierror.Error
-	for _, name := range s.Registry.Names() {
-		w, h := s.Registry.Get(name)
+	for _, name := range s.registry.Names() {
+		w, h := s.registry.Get(name)
 		if w == nil || !h.Active {
 			continue
 		}
@@ -88,7 +84,7 @@ func (s *Syncer) SyncAll(ctx context.Context) error {
 
 func (s *Syncer) sync(ctx context.Context, w *registry.Worker, want []kueue.ResourceFlavor) error {
 	have := &kueue.ResourceFlavorList{}
-	if err := w.Client.List(ctx, have, client.MatchingLabels{kueue.MultiKueueOriginLabel: s.Origin}); err != nil {
+	if err := w.Client.List(ctx, have, client.MatchingLabels{kueue.MultiKueueOriginLabel: s.origin}); err != nil {
 		return err
 	}
 	existing := map[string]*kueue.ResourceFlavor{}
@@ -104,7 +100,7 @@ func (s *Syncer) sync(ctx context.Context, w *registry.Worker, want []kueue.Reso
 		delete(existing, rf.Name)
 		if !ok {
 			cp := &kueue.ResourceFlavor{
-				ObjectMeta: metav1.ObjectMeta{Name: rf.Name, Labels: map[string]string{kueue.MultiKueueOriginLabel: s.Origin}},
+				ObjectMeta: metav1.ObjectMeta{Name: rf.Name, Labels: map[string]string{kueue.MultiKueueOriginLabel: s.origin}},
 				Spec:       *rf.Spec.DeepCopy(),
 			}
 			if err := w.Client.Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -142,6 +142,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 			g.Expect(meta.IsStatusConditionTrue(mkc.Status.Conditions, kueue.MultiKueueClusterActive)).To(BeTrue(), "worker %s active: %v", w, mkc.Status.Conditions)
 			rep := &fleetq.CapacityReport{}
 			g.Expect(env.Cluster(w).Client().Get(ctx, client.ObjectKey{Namespace: mgrCfg.Namespace, Name: w}, rep)).To(Succeed())
+			// The manager has synced its flavors there and the agent reports capacity per flavor.
+			g.Expect(rep.Status.Flavors).NotTo(BeEmpty(), "worker %s reports no flavor yet", w)
 		}
 		for _, name := range []string{"research-gpu-cq", "inference-gpu-cq"} {
 			cq := &kueue.ClusterQueue{}

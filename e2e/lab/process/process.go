@@ -249,6 +249,13 @@ func (p *Process) WaitFor(ctx context.Context, what string, cond func(context.Co
 			return nil
 		}
 		if !p.Running() {
+			if p.run != nil {
+				// /proc can show a child dead before our Wait has reaped it and recorded why.
+				select {
+				case <-p.run.done:
+				case <-time.After(time.Second):
+				}
+			}
 			reason := p.ExitError()
 			if reason == nil {
 				reason = errors.New("is gone")
