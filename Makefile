@@ -31,6 +31,13 @@ tools: ## Build the pinned control-plane tools (etcd, kube-*, kwok) into bin/; s
 test: tools ## Run every test: unit, integration (real API servers) and e2e (the lab).
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 $(PKGS)
 
+# Flags for fleetq-demo, e.g. DEMO_FLAGS="--story smoke" or "--kubeconfig mgmt.kubeconfig" (see bin/fleetq-demo --help).
+DEMO_FLAGS ?=
+
+demo: tools ## The main job: bring up the lab, start fleetq, and show two teams' GPU jobs queue, borrow, run and get preempted, live.
+	$(GO) build -o $(BIN)/ ./cmd/fleetq-manager ./cmd/fleetq-agent ./cmd/fleetq-lab ./cmd/fleetq-demo
+	$(BIN)/fleetq-demo $(DEMO_FLAGS)
+
 generate: ## Regenerate deepcopy code and CRDs.
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(GO) tool controller-gen crd:allowDangerousTypes=false,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
