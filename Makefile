@@ -28,6 +28,9 @@ tools: ## Build the pinned control-plane tools (etcd, kube-*, kwok) into bin/; s
 	hack/tools/build.sh kube
 	hack/tools/build.sh kwok
 
+kueue: ## Build Kueue v0.17.0 into bin/ for the side-by-side benchmark (~7 min cold; `make test` does not need it).
+	hack/tools/build.sh kueue
+
 test: tools ## Run every test: unit, integration (real API servers) and e2e (the lab).
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 $(PKGS)
 
@@ -67,3 +70,14 @@ image: ## Build the fleetq-manager and fleetq-agent images from the Dockerfile (
 
 charts: ## Write the charts' generated files: CRDs from config/crd/bases, the agent's RBAC from worker/setup.
 	$(GO) run ./charts/sync
+
+# Benchmark knobs: make bench BENCH_RUNS=5 BENCH_SCALE=0.5 BENCH_FLAGS='--systems fleetq'.
+BENCH_RUNS ?= 3
+BENCH_SCALE ?= 1
+BENCH_OUT ?= _bench
+BENCH_FLAGS ?=
+
+.PHONY: kueue bench
+
+bench: tools kueue ## Benchmark fleetq against Kueue v0.17 on the lab (e2e/bench/scenarios); report, CSV and plots in _bench/.
+	$(GO) run ./cmd/fleetq-bench --runs $(BENCH_RUNS) --scale $(BENCH_SCALE) --out $(BENCH_OUT) $(BENCH_FLAGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one pinned tool into bin/ from its own module under hack/tools/<module>, unless bin/ already
 # holds it built from the same go.mod and go.sum (a stamp file records their hash).
-#   hack/tools/build.sh kube | etcd | kwok
+#   hack/tools/build.sh kube | etcd | kwok | kueue
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${FLEETQ_BIN_DIR:-$root/bin}
@@ -15,7 +15,8 @@ case $mod in
   kube) outputs=(kube-apiserver kube-controller-manager kube-scheduler) ;;
   etcd) outputs=(etcd) ;;
   kwok) outputs=(kwok) ;;
-  *) echo "build.sh: unknown tool module '$mod' (want kube, etcd or kwok)" >&2; exit 2 ;;
+  kueue) outputs=(kueue) ;;
+  *) echo "build.sh: unknown tool module '$mod' (want kube, etcd, kwok or kueue)" >&2; exit 2 ;;
 esac
 
 fresh=1
@@ -44,6 +45,11 @@ case $mod in
   kwok)
     echo ">> building kwok $(go list -m -f '{{.Version}}' sigs.k8s.io/kwok)"
     go build -ldflags "-s -w" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok ;;
+  kueue)
+    # Only the benchmark runs Kueue (side by side with fleetq); ~7 minutes cold on 2 cores.
+    v=$(go list -m -f '{{.Version}}' sigs.k8s.io/kueue)
+    echo ">> building kueue $v (the first build takes ~7 minutes on 2 cores)"
+    go build -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$v" -o "$bin/kueue" sigs.k8s.io/kueue/cmd/kueue ;;
 esac
 echo "$hash" > "$stamp"
 echo ">> $mod built in $(( $(date +%s) - start ))s"
