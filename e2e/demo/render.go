@@ -229,10 +229,7 @@ func why(j *JobView) string {
 		}
 		return s
 	case PhaseFinished, PhaseFailed:
-		s := "ran on " + strings.Join(j.Ran, ", then ")
-		if len(j.Ran) == 0 {
-			s = ""
-		}
+		s := ranOn(j.Ran)
 		if j.Preemptions > 0 {
 			s = join(s, fmt.Sprintf("preempted %s", times(j.Preemptions)))
 		}
@@ -242,6 +239,34 @@ func why(j *JobView) string {
 		return s
 	}
 	return j.Detail
+}
+
+// ranOn says where a job's runs were: "ran on us-east", "ran twice on us-east", "ran on us-east,
+// then eu-west".
+func ranOn(runs []string) string {
+	switch {
+	case len(runs) == 0:
+		return ""
+	case len(runs) == 1:
+		return "ran on " + runs[0]
+	}
+	for _, r := range runs[1:] {
+		if r != runs[0] {
+			return "ran on " + strings.Join(runs, ", then ")
+		}
+	}
+	if len(runs) == 2 {
+		return "ran twice on " + runs[0]
+	}
+	return fmt.Sprintf("ran %d times on %s", len(runs), runs[0])
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func join(a, b string) string {
@@ -451,10 +476,10 @@ func (sum Summary) Lines() []string {
 	var where []string
 	for _, k := range sortedKeys(sum.Runs) {
 		cluster, model, _ := strings.Cut(k, " ")
-		where = append(where, fmt.Sprintf("%s ran %d %s jobs", cluster, sum.Runs[k], model))
+		where = append(where, fmt.Sprintf("%s: %s", cluster, plural(sum.Runs[k], model+" run")))
 	}
 	if sum.Preemptions > 0 {
-		where = append(where, fmt.Sprintf("(%d of those runs were re-runs after preemption)", sum.Preemptions))
+		where = append(where, fmt.Sprintf("(%s after preemption)", plural(sum.Preemptions, "re-run")))
 	}
 	row("where they ran", strings.Join(where, " · "))
 	var borrowed []string
@@ -467,7 +492,7 @@ func (sum Summary) Lines() []string {
 	row("borrowing", strings.Join(borrowed, " · "))
 	pre := fmt.Sprint(sum.Preemptions)
 	if len(sum.Preempted) > 0 {
-		pre += " (" + strings.Join(sum.Preempted, ", ") + "), each requeued and run again"
+		pre += ": " + strings.Join(sum.Preempted, ", ") + " (requeued, then ran again)"
 	}
 	row("preemptions", pre)
 	if n := len(sum.Waits); n > 0 {

@@ -51,7 +51,7 @@ func (r *Runner) Run(ctx context.Context) (*State, error) {
 	sc := r.Scenario
 	s := NewState(sc, time.Now())
 	next := 0
-	var due time.Time
+	var due, settle time.Time
 	lastCheck := time.Now()
 	for {
 		now := time.Now()
@@ -79,8 +79,14 @@ func (r *Runner) Run(ctx context.Context) (*State, error) {
 		}
 		r.Screen.Update(s)
 		if next == len(sc.Steps) && s.AllDone() {
-			r.Screen.Final(s)
-			return s, nil
+			// The ClusterQueues' status trails the workloads by a moment; end on settled numbers.
+			if settle.IsZero() {
+				settle = now.Add(5 * time.Second)
+			}
+			if s.QueuesSettled() || now.After(settle) {
+				r.Screen.Final(s)
+				return s, nil
+			}
 		}
 		if sc.Timeout > 0 && now.Sub(s.Start) > sc.Timeout {
 			r.Screen.Final(s)

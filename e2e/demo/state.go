@@ -581,6 +581,25 @@ func (s *State) RequeuedAndFinished() int {
 	return n
 }
 
+// QueuesSettled says each ClusterQueue's reported GPU usage equals what the jobs holding quota
+// in it ask for.
+func (s *State) QueuesSettled() bool {
+	for _, q := range s.Queues {
+		for _, f := range q.Flavors {
+			var want int64
+			for _, j := range s.Jobs {
+				if ClusterQueueOf(j.Spec.Team) == q.Name && j.Spec.GPUModel() == flavorModel(f.Flavor) && j.Phase.holdsQuota() {
+					want += int64(j.Spec.Pods) * j.Spec.GPUs
+				}
+			}
+			if f.Used != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // AllDone says every job of the scenario was submitted and every one that can run has ended.
 func (s *State) AllDone() bool {
 	if len(s.Jobs) < s.expected {
