@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/e2e/lab"
@@ -32,6 +33,16 @@ func cleanup(ctx context.Context) {
 		wls := &kueue.WorkloadList{}
 		g.Expect(mgmt.List(ctx, wls)).To(Succeed())
 		g.Expect(wls.Items).To(BeEmpty())
+		// Every worker reports all its GPUs free again, so the next spec's placements do not
+		// depend on how fast reports catch up.
+		for _, w := range workers {
+			rep := &fleetq.CapacityReport{}
+			g.Expect(env.Cluster(w).Client().Get(ctx, client.ObjectKey{Namespace: mgrCfg.Namespace, Name: w}, rep)).To(Succeed())
+			for _, f := range rep.Status.Flavors {
+				alloc, free := f.Allocatable[lab.GPUResource], f.Free[lab.GPUResource]
+				g.Expect(free.Cmp(alloc)).To(BeZero(), "%s reports %s of %s GPUs free in %s", w, free.String(), alloc.String(), f.Name)
+			}
+		}
 	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 }
 

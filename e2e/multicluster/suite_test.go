@@ -37,7 +37,8 @@ import (
 )
 
 const (
-	wait = 60 * time.Second
+	// wait bounds every Eventually: generous, since a 2-core CI machine runs four clusters here.
+	wait = 2 * time.Minute
 	poll = 200 * time.Millisecond
 )
 
