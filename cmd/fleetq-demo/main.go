@@ -28,11 +28,6 @@ import (
 )
 
 func main() {
-	// Client libraries log to stderr, which would tear the live screen; the demo reports its own
-	// errors, and fleetq's components log to their files.
-	ctrllog.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if _, err := execute(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -55,6 +50,11 @@ type flags struct {
 
 // execute runs the command with args, writing to out and errOut, and returns the demo's result.
 func execute(ctx context.Context, args []string, out, errOut io.Writer) (*demo.Result, error) {
+	// Client libraries log to stderr, which would tear the live screen; the demo reports its own
+	// errors, and fleetq's components log to their files.
+	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	var f flags
 	var res *demo.Result
 	cmd := &cobra.Command{

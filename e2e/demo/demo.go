@@ -137,12 +137,22 @@ func onLab(ctx context.Context, o Options, res *Result) (*Fleet, []string, func(
 	if st, err := lab.ReadState(dir); err == nil && st.Provider != local.ProviderName {
 		return nil, nil, nil, fmt.Errorf("lab dir %s: a %s lab runs there; the demo starts fleetq's processes on a local lab only: run it with --kubeconfig %s", dir, st.Provider, "<its management kubeconfig>")
 	}
+	// Missing tools are the first thing a fresh clone hits: say so before touching the lab.
+	binDir := o.BinDir
+	if binDir == "" {
+		if binDir, err = lab.FindBinDir(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if err := lab.CheckBinaries(binDir, lab.BinariesFor(lab.ModeFull)); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := StopRecorded(ctx, dir, o.Progress); err != nil {
 		return nil, nil, nil, err
 	}
 	spec := lab.DefaultSpec(2)
 	step(o.Progress, "lab: management + us-east (4 nodes × 8 A100) + eu-west (4 nodes × 4 L4) in %s", dir)
-	l, started, err := lab.Up(ctx, local.New(), spec, lab.UpOptions{Dir: dir, BinDir: o.BinDir, Owned: o.Owned, Progress: indent(o.Progress)})
+	l, started, err := lab.Up(ctx, local.New(), spec, lab.UpOptions{Dir: dir, BinDir: binDir, Owned: o.Owned, Progress: indent(o.Progress)})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w\n(if a lab is half up, 'fleetq-lab down' stops what is left)", err)
 	}
@@ -217,7 +227,11 @@ func existing(ctx context.Context, o Options) (*Fleet, []string, error) {
 		last = err
 		return ok, nil
 	}); err != nil {
-		return nil, nil, fmt.Errorf("cluster %q (%s): fleetq-manager's webhooks do not answer (is fleetq-manager running against it?): %v", mgmt.Name, mgmt.Config.Host, last)
+		why := "a dry-run ClusterQueue came back without the defaulting webhook's changes"
+		if last != nil {
+			why = last.Error()
+		}
+		return nil, nil, fmt.Errorf("cluster %q (%s): fleetq-manager's webhooks do not answer (is fleetq-manager running against it?): %s", mgmt.Name, mgmt.Config.Host, why)
 	}
 	var names []string
 	for _, w := range o.Workers {

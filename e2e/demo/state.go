@@ -32,7 +32,8 @@ const (
 	PhaseBackoff Phase = "requeued"
 	// PhaseDispatching: quota reserved and placed on a worker, whose agent has not started it yet.
 	PhaseDispatching Phase = "dispatching"
-	// PhaseAdmitted: admitted (the worker started it), no pod running yet.
+	// PhaseAdmitted: admitted (the worker's agent admitted and started its copy), no running pod
+	// mirrored to the management cluster yet.
 	PhaseAdmitted Phase = "admitted"
 	PhaseRunning  Phase = "running"
 	// PhasePreempted: evicted to free quota for another workload; its pods are being stopped.
@@ -66,8 +67,8 @@ type JobView struct {
 	Borrowing bool
 	Workload  string
 	Submitted time.Time
-	// Admitted is the first time it got quota; Started the first time a pod ran; Ended when it
-	// finished.
+	// Admitted is the first time it got quota; Started the first time its worker started it; Ended
+	// when it finished.
 	Admitted    time.Time
 	Started     time.Time
 	Ended       time.Time
@@ -348,9 +349,6 @@ func (s *State) observeJob(j *JobView, job *batchv1.Job, wl *kueue.Workload, byW
 		j.running = true
 		j.Ran = append(j.Ran, j.Cluster)
 		j.LastCluster = j.Cluster
-	}
-	switch phase {
-	case PhaseRunning:
 		if j.Started.IsZero() {
 			j.Started = s.Now
 		}
@@ -358,7 +356,9 @@ func (s *State) observeJob(j *JobView, job *batchv1.Job, wl *kueue.Workload, byW
 		if j.Borrowing {
 			how = ", on borrowed quota"
 		}
-		s.add(EventRunning, key, fmt.Sprintf("%s running on %s (%s%s)", key, j.Cluster, j.Spec.Shape(), how))
+		s.add(EventRunning, key, fmt.Sprintf("%s started on %s (%s%s)", key, j.Cluster, j.Spec.Shape(), how))
+	}
+	switch phase {
 	case PhaseBackoff, PhasePending:
 		if prev == PhasePreempted || prev == PhaseEvicted || prev.holdsQuota() {
 			s.add(EventRequeued, key, fmt.Sprintf("%s requeued: it waits for quota again", key))
