@@ -133,32 +133,28 @@ type StartOptions struct {
 // StartComponents starts one fleetq-agent per worker and fleetq-manager on the management cluster
 // of a local lab, as background processes with their logs in <lab>/<cluster>/logs, and waits until
 // the manager's webhooks answer. Configurations go to <lab>/<cluster>/fleetq/.
-func StartComponents(ctx context.Context, l lab.Lab, mgmt *Cluster, opts StartOptions) (*Components, error) {
+func StartComponents(ctx context.Context, l lab.Lab, fleet *Fleet, opts StartOptions) (*Components, error) {
 	mcfg, err := managerConfig(l.Dir())
 	if err != nil {
 		return nil, err
 	}
 	comps := &Components{Config: mcfg}
-	for _, w := range lab.Workers(l) {
-		wc, err := NewCluster(w.Name(), w.KubeconfigPath())
-		if err != nil {
-			return nil, err
-		}
+	for _, w := range fleet.Workers {
 		// The agent runs in its namespace; it does not create it.
-		if err := ensureNamespace(ctx, wc.Client, mcfg.Namespace); err != nil {
-			return nil, fmt.Errorf("cluster %q: %w", w.Name(), err)
+		if err := ensureNamespace(ctx, w.Client, mcfg.MultiCluster.AgentNamespace); err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", w.Name, err)
 		}
-		acfg := agentConfig(w.Name(), mcfg)
-		path, err := writeConfig(filepath.Join(l.Dir(), w.Name(), "fleetq", "agent.yaml"), acfg)
+		path, err := writeConfig(filepath.Join(l.Dir(), w.Name, "fleetq", "agent.yaml"), agentConfig(w.Name, mcfg))
 		if err != nil {
 			return nil, err
 		}
-		p, err := startComponent(ctx, l, w, AgentName, opts, opts.AgentBinary, "--config", path)
+		p, err := startComponent(ctx, l.Dir(), w, AgentName, opts, opts.AgentBinary, "--config", path)
 		if err != nil {
 			return nil, err
 		}
 		comps.Agents = append(comps.Agents, p)
 	}
+	mgmt := fleet.Management
 	if err := ensureNamespace(ctx, mgmt.Client, mcfg.Namespace); err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", mgmt.Name, err)
 	}
@@ -166,11 +162,7 @@ func StartComponents(ctx context.Context, l lab.Lab, mgmt *Cluster, opts StartOp
 	if err != nil {
 		return nil, err
 	}
-	mc, err := lab.Find(l, mgmt.Name)
-	if err != nil {
-		return nil, err
-	}
-	comps.Manager, err = startComponent(ctx, l, mc, ManagerName, opts, opts.ManagerBinary, "--config", path)
+	comps.Manager, err = startComponent(ctx, l.Dir(), mgmt, ManagerName, opts, opts.ManagerBinary, "--config", path)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +171,7 @@ func StartComponents(ctx context.Context, l lab.Lab, mgmt *Cluster, opts StartOp
 	defer cancel()
 	var last error
 	err = comps.Manager.WaitFor(waitCtx, "answering its webhooks at "+mcfg.Webhook.URL, func(ctx context.Context) bool {
-		ok, err := WaitForWebhooks(ctx, mgmt)
+		ok, err := WaitForWebhooks(ctx, fleet.Management)
 		last = err
 		return ok
 	})
@@ -192,22 +184,24 @@ func StartComponents(ctx context.Context, l lab.Lab, mgmt *Cluster, opts StartOp
 	return comps, comps.Check()
 }
 
-func startComponent(ctx context.Context, l lab.Lab, c lab.Cluster, name string, opts StartOptions, bin string, args ...string) (*process.Process, error) {
-	logDir := filepath.Join(l.Dir(), c.Name(), "logs")
+// startComponent starts a fleetq binary against cluster c of the lab in dir, with its log in the
+// cluster's logs, and records it in the lab's state file.
+func startComponent(ctx context.Context, dir string, c *Cluster, name string, opts StartOptions, bin string, args ...string) (*process.Process, error) {
+	logDir := filepath.Join(dir, c.Name, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster %q: %w", c.Name(), err)
+		return nil, fmt.Errorf("cluster %q: %w", c.Name, err)
 	}
-	p := &process.Process{Owner: c.Name(), State: lab.ProcessState{
+	p := &process.Process{Owner: c.Name, State: lab.ProcessState{
 		Name: name,
-		Args: append(append([]string{bin}, args...), "--kubeconfig", c.KubeconfigPath()),
+		Args: append(append([]string{bin}, args...), "--kubeconfig", c.Kubeconfig),
 		Log:  filepath.Join(logDir, name+".log"),
 	}}
 	if err := p.Start(opts.Owned); err != nil {
 		return nil, err
 	}
-	if err := lab.RecordProcess(ctx, l.Dir(), c.Name(), p.State); err != nil {
+	if err := lab.RecordProcess(ctx, dir, c.Name, p.State); err != nil {
 		_ = p.Stop(ctx, componentStopGrace)
-		return nil, fmt.Errorf("cluster %q: record %s in the lab's state: %w", c.Name(), name, err)
+		return nil, fmt.Errorf("cluster %q: record %s in the lab's state: %w", c.Name, name, err)
 	}
 	return p, nil
 }

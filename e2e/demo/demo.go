@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -191,7 +192,7 @@ func onLab(ctx context.Context, o Options, res *Result) (*Fleet, []string, func(
 		return nil, nil, nil, err
 	}
 	step(o.Progress, "fleetq's CRDs installed on %d clusters", len(clusters))
-	comps, err := StartComponents(ctx, l, mgmt, StartOptions{ManagerBinary: managerBin, AgentBinary: agentBin, Owned: o.Owned, Progress: indent(o.Progress)})
+	comps, err := StartComponents(ctx, l, fleet, StartOptions{ManagerBinary: managerBin, AgentBinary: agentBin, Owned: o.Owned, Progress: indent(o.Progress)})
 	if comps != nil {
 		res.Logs = comps.Logs()
 	}
@@ -208,7 +209,11 @@ func onLab(ctx context.Context, o Options, res *Result) (*Fleet, []string, func(
 
 // existing uses a management cluster fleetq already runs on.
 func existing(ctx context.Context, o Options) (*Fleet, []string, error) {
-	mgmt, err := NewCluster("management", o.Kubeconfig)
+	path, err := filepath.Abs(o.Kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w", o.Kubeconfig, err)
+	}
+	mgmt, err := NewCluster("management", path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -235,7 +240,11 @@ func existing(ctx context.Context, o Options) (*Fleet, []string, error) {
 	}
 	var names []string
 	for _, w := range o.Workers {
-		c, err := NewCluster(w.Name, w.Kubeconfig)
+		path, err := filepath.Abs(w.Kubeconfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("worker %q: kubeconfig %s: %w", w.Name, w.Kubeconfig, err)
+		}
+		c, err := NewCluster(w.Name, path)
 		if err != nil {
 			return nil, nil, err
 		}

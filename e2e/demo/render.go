@@ -78,11 +78,9 @@ func RenderFrame(s *State, o FrameOptions) []string {
 		} else {
 			story = append(story, o.paint(ansiDim, " · "+fit(m.Title, w-3)))
 		}
-		if strings.HasPrefix(m.Title, "a job too big") && m.Reached {
-			if j := s.Explained(); j != nil {
-				for _, l := range wrap(j.Spec.Key()+": "+j.Detail, w-5, 3) {
-					story = append(story, o.paint(ansiYellow, "     "+l))
-				}
+		if m.Reached && m.Detail != "" {
+			for _, l := range wrap(m.Detail, w-5, 3) {
+				story = append(story, o.paint(ansiYellow, "     "+l))
 			}
 		}
 	}

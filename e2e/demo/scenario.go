@@ -69,6 +69,8 @@ type Step struct {
 type Milestone struct {
 	Title   string
 	Reached func(*State) bool
+	// Detail, when set, is shown under the reached milestone (the explanation it is about).
+	Detail func(*State) string
 }
 
 // Scenario is the story: bursts of jobs and the beats they must produce.
@@ -166,7 +168,16 @@ func story(name string, t Timings, research, inference []JobSpec) Scenario {
 		},
 		Milestones: []Milestone{
 			{Title: "research fills its A100 quota and borrows inference's idle A100s", Reached: func(s *State) bool { return s.PeakBorrowed(Research, "a100-flavor") > 0 }},
-			{Title: "a job too big for any node stays pending, explained per cluster", Reached: func(s *State) bool { return s.Explained() != nil }},
+			{
+				Title:   "a job too big for any node stays pending, explained per cluster",
+				Reached: func(s *State) bool { return s.Explained() != nil },
+				Detail: func(s *State) string {
+					if j := s.Explained(); j != nil {
+						return j.Spec.Key() + ": " + j.Detail
+					}
+					return ""
+				},
+			},
 			{Title: "inference reclaims its share: research borrowers are preempted", Reached: func(s *State) bool { return s.Preemptions() > 0 }},
 			{Title: "L4 jobs run in eu-west", Reached: func(s *State) bool { return s.RanOn("eu-west", L4) > 0 }},
 			{Title: "preempted jobs are requeued and run again", Reached: func(s *State) bool { return s.RequeuedAndFinished() > 0 }},

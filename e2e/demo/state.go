@@ -67,10 +67,8 @@ type JobView struct {
 	Borrowing bool
 	Workload  string
 	Submitted time.Time
-	// Admitted is the first time it got quota; Started the first time its worker started it; Ended
-	// when it finished.
+	// Admitted is the first time it got quota; Ended when it finished.
 	Admitted    time.Time
-	Started     time.Time
 	Ended       time.Time
 	Preemptions int
 	// Ran lists the worker of each run, in order (a preempted job runs again).
@@ -130,6 +128,8 @@ type MilestoneView struct {
 	Title   string
 	Reached bool
 	At      time.Duration
+	// Detail is the milestone's Detail as of the latest observation.
+	Detail string
 }
 
 // Snapshot is what the demo reads from the management cluster each time something changes.
@@ -221,6 +221,9 @@ func (s *State) Observe(snap Snapshot, now time.Time) []Event {
 		if !s.Milestones[i].Reached && m.Reached(s) {
 			s.Milestones[i].Reached, s.Milestones[i].At = true, s.Now.Sub(s.Start)
 			s.add(EventMilestone, "", "✓ "+m.Title)
+		}
+		if s.Milestones[i].Reached && m.Detail != nil {
+			s.Milestones[i].Detail = m.Detail(s)
 		}
 	}
 	return s.Events[first:]
@@ -349,9 +352,6 @@ func (s *State) observeJob(j *JobView, job *batchv1.Job, wl *kueue.Workload, byW
 		j.running = true
 		j.Ran = append(j.Ran, j.Cluster)
 		j.LastCluster = j.Cluster
-		if j.Started.IsZero() {
-			j.Started = s.Now
-		}
 		how := ""
 		if j.Borrowing {
 			how = ", on borrowed quota"
