@@ -84,8 +84,8 @@ func TestBackoff(t *testing.T) {
 		want         string
 	}{
 		"first eviction waits the base": {n: 1, base: 10, max: 3600, want: "10s"},
-		"doubles":                        {n: 3, base: 10, max: 3600, want: "40s"},
-		"capped":                         {n: 20, base: 10, max: 300, want: "5m0s"},
+		"doubles":                       {n: 3, base: 10, max: 3600, want: "40s"},
+		"capped":                        {n: 20, base: 10, max: 300, want: "5m0s"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
