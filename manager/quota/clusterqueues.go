@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -51,15 +49,12 @@ type ClusterQueueReconciler struct {
 	// Workloads receives the workloads to route again when a queue changes.
 	Workloads chan event.TypedGenericEvent[*kueue.Workload]
 
-	mu sync.Mutex
-	// seen is the spec generation (and deletion state) last put in the cache, per queue.
-	seen      map[string]string
-	lastWrite map[string]time.Time
+	track *tracker
 }
 
 // SetupWithManager registers the controller.
 func (r *ClusterQueueReconciler) SetupWithManager(mgr manager.Manager) error {
-	r.seen, r.lastWrite = map[string]string{}, map[string]time.Time{}
+	r.track = newTracker()
 	return ctrl.ControllerManagedBy(mgr).
 		Named("clusterqueues").
 		For(&kueue.ClusterQueue{}).
@@ -89,7 +84,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
-		r.forget(req.Name)
+		r.track.forget(req.Name)
 		metrics.ForgetClusterQueue(req.Name)
 		r.Queues.Wake(r.Cache.DeleteClusterQueue(req.Name)...)
 		return reconcile.Result{}, r.reroute(ctx, req.Name)
@@ -98,7 +93,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if r.specChanged(cq, inactive) {
+	if r.track.changed(cq.Name, fmt.Sprintf("%d/%t/%s", cq.Generation, cq.DeletionTimestamp != nil, inactive)) {
 		view := cq.DeepCopy()
 		if cq.DeletionTimestamp != nil || inactive != "" {
 			view.Spec.StopPolicy = ptr.To(kueue.Hold) // admits nothing new; admitted work keeps quota
@@ -133,24 +128,6 @@ func (r *ClusterQueueReconciler) checkProblem(ctx context.Context, cq *kueue.Clu
 		}
 	}
 	return "", nil
-}
-
-func (r *ClusterQueueReconciler) specChanged(cq *kueue.ClusterQueue, inactive string) bool {
-	state := fmt.Sprintf("%d/%t/%s", cq.Generation, cq.DeletionTimestamp != nil, inactive)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen[cq.Name] == state {
-		return false
-	}
-	r.seen[cq.Name] = state
-	return true
-}
-
-func (r *ClusterQueueReconciler) forget(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.seen, name)
-	delete(r.lastWrite, name)
 }
 
 // reroute sends the workloads of every LocalQueue feeding the queue back to the workloads
@@ -215,26 +192,7 @@ func (r *ClusterQueueReconciler) writeStatus(ctx context.Context, cq *kueue.Clus
 	}
 	meta.SetStatusCondition(&want.Conditions, metav1.Condition{Type: kueue.ClusterQueueActive, Status: status, Reason: reason, Message: msg, ObservedGeneration: cq.Generation})
 	metrics.ClusterQueue(cq, want, st, admitted, counts.Active, counts.Parked+counts.BackingOff)
-	return r.patchStatus(ctx, cq, want)
-}
-
-func (r *ClusterQueueReconciler) patchStatus(ctx context.Context, cq *kueue.ClusterQueue, want *kueue.ClusterQueueStatus) (reconcile.Result, error) {
-	if equality.Semantic.DeepEqual(&cq.Status, want) {
-		return reconcile.Result{}, nil
-	}
-	r.mu.Lock()
-	wait := MinStatusInterval - r.Clock.Since(r.lastWrite[cq.Name])
-	r.mu.Unlock()
-	if wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
-	}
-	if err := r.Client.Status().Patch(ctx, cq, statusPatch(want)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	r.mu.Lock()
-	r.lastWrite[cq.Name] = r.Clock.Now()
-	r.mu.Unlock()
-	return reconcile.Result{}, nil
+	return r.track.writeStatus(ctx, r.Client, r.Clock, cq.Name, cq, &cq.Status, want)
 }
 
 func checkNames(cq *kueue.ClusterQueue) []kueue.AdmissionCheckReference {

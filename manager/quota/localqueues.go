@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,15 +45,13 @@ type LocalQueueReconciler struct {
 	Trigger   *Trigger
 	Workloads chan event.TypedGenericEvent[*kueue.Workload]
 
-	mu        sync.Mutex
-	seen      map[string]string
-	lastWrite map[string]time.Time
+	track *tracker
 }
 
 // SetupWithManager registers the controller; a ClusterQueue change refreshes its LocalQueues'
 // Active condition.
 func (r *LocalQueueReconciler) SetupWithManager(mgr manager.Manager) error {
-	r.seen, r.lastWrite = map[string]string{}, map[string]time.Time{}
+	r.track = newTracker()
 	return ctrl.ControllerManagedBy(mgr).
 		Named("localqueues").
 		For(&kueue.LocalQueue{}).
@@ -81,18 +76,10 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 			return reconcile.Result{}, err
 		}
 		r.Cache.DeleteLocalQueue(req.Namespace, req.Name)
-		r.mu.Lock()
-		delete(r.seen, key)
-		delete(r.lastWrite, key)
-		r.mu.Unlock()
+		r.track.forget(key)
 		return reconcile.Result{}, workloads.RequeueLocalQueue(ctx, r.Client, r.Workloads, req.Namespace, req.Name)
 	}
-	state := fmt.Sprintf("%d", lq.Generation)
-	r.mu.Lock()
-	changed := r.seen[key] != state
-	r.seen[key] = state
-	r.mu.Unlock()
-	if changed {
+	if r.track.changed(key, fmt.Sprintf("%d", lq.Generation)) {
 		r.Cache.AddOrUpdateLocalQueue(lq)
 		if err := workloads.RequeueLocalQueue(ctx, r.Client, r.Workloads, lq.Namespace, lq.Name); err != nil {
 			return reconcile.Result{}, err
@@ -126,22 +113,7 @@ func (r *LocalQueueReconciler) writeStatus(ctx context.Context, lq *kueue.LocalQ
 		cond.Message = fmt.Sprintf("Can't submit new workloads to clusterQueue: ClusterQueue %s is inactive (kubectl get clusterqueue %s -o jsonpath='{.status.conditions}')", cq.Name, cq.Name)
 	}
 	meta.SetStatusCondition(&want.Conditions, cond)
-	if equality.Semantic.DeepEqual(&lq.Status, want) {
-		return reconcile.Result{}, nil
-	}
-	r.mu.Lock()
-	wait := MinStatusInterval - r.Clock.Since(r.lastWrite[key])
-	r.mu.Unlock()
-	if wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
-	}
-	if err := r.Client.Status().Patch(ctx, lq, statusPatch(want)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	r.mu.Lock()
-	r.lastWrite[key] = r.Clock.Now()
-	r.mu.Unlock()
-	return reconcile.Result{}, nil
+	return r.track.writeStatus(ctx, r.Client, r.Clock, key, lq, &lq.Status, want)
 }
 
 func localUsage(in map[string]map[corev1.ResourceName]int64) []kueue.LocalQueueFlavorUsage {
