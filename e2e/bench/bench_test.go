@@ -1,0 +1,308 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/lab"
+)
+
+func TestCheckedInScenariosLoad(t *testing.T) {
+	files, err := filepath.Glob("scenarios/*.yaml")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("scenario files: %v, %v", files, err)
+	}
+	for _, f := range files {
+		s, err := LoadScenario(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		spec := s.LabSpec()
+		if err := spec.Default().Validate(); err != nil {
+			t.Errorf("%s: lab spec: %v", f, err)
+		}
+	}
+}
+
+func TestScenarioShapes(t *testing.T) {
+	cases := map[string]struct {
+		file     string
+		scale    float64
+		jobs     int
+		capacity float64
+		queues   int
+	}{
+		"single baseline":         {file: "single-baseline.yaml", scale: 1, jobs: 900, capacity: 768, queues: 30},
+		"multi burst, full":       {file: "multi-burst.yaml", scale: 1, jobs: 1000, capacity: 1024, queues: 2},
+		"multi burst, issue 6":    {file: "multi-burst.yaml", scale: 0.2, jobs: 200, capacity: 212, queues: 2},
+		"multi pressure":          {file: "multi-pressure.yaml", scale: 1, jobs: 190, capacity: 192, queues: 3},
+		"chain ignores the scale": {file: "single-chain.yaml", scale: 0.1, jobs: 21, capacity: 96, queues: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := LoadScenario(filepath.Join("scenarios", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = s.Scaled(tc.scale)
+			got := []float64{float64(s.Jobs(1)), s.capacity(), float64(s.QueueCount())}
+			want := []float64{float64(tc.jobs), tc.capacity, float64(tc.queues)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("jobs, capacity, queues (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestManagementQueuesShareCapacity(t *testing.T) {
+	s, err := LoadScenario(filepath.Join("scenarios", "multi-burst.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cq *kueue.ClusterQueue
+	for _, o := range managementObjects(s) {
+		if c, ok := o.(*kueue.ClusterQueue); ok && c.Name == ClusterQueueName(0) {
+			cq = c
+		}
+	}
+	if cq == nil {
+		t.Fatal("no cq-0")
+	}
+	got := map[string]string{}
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			for _, r := range f.Resources {
+				got[string(f.Name)+"/"+string(r.Name)] = r.NominalQuota.String()
+			}
+		}
+	}
+	want := map[string]string{
+		"a100-flavor/cpu": "4608", "a100-flavor/memory": "36864Gi", "a100-flavor/nvidia.com/gpu": "384",
+		"l4-flavor/cpu": "1536", "l4-flavor/memory": "6Gi", "l4-flavor/nvidia.com/gpu": "128",
+	}
+	// 64 L4 nodes × 192Gi = 12288Gi; half is 6144Gi.
+	want["l4-flavor/memory"] = "6Ti"
+	want["a100-flavor/memory"] = "36Ti"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cq-0 nominal quota (-want +got):\n%s", diff)
+	}
+	if cq.Spec.AdmissionChecksStrategy == nil || cq.Spec.AdmissionChecksStrategy.AdmissionChecks[0].Name != AdmissionCheckName {
+		t.Errorf("a multi-cluster queue must carry the dispatch check: %+v", cq.Spec.AdmissionChecksStrategy)
+	}
+}
+
+func TestKueueWorkerQueueOffersOnlyItsNodes(t *testing.T) {
+	s, err := LoadScenario(filepath.Join("scenarios", "multi-burst.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range kueueWorkerObjects(s, s.Workers[2]) {
+		cq, ok := o.(*kueue.ClusterQueue)
+		if !ok {
+			continue
+		}
+		if len(cq.Spec.ResourceGroups) != 1 || len(cq.Spec.ResourceGroups[0].Flavors) != 1 {
+			t.Fatalf("eu-west's queue must offer one flavor: %+v", cq.Spec.ResourceGroups)
+		}
+		f := cq.Spec.ResourceGroups[0].Flavors[0]
+		got := map[string]string{}
+		for _, r := range f.Resources {
+			got[string(r.Name)] = r.NominalQuota.String()
+		}
+		want := map[string]string{"cpu": "3072", "memory": "12Ti", "nvidia.com/gpu": "256"}
+		if diff := cmp.Diff(want, got); diff != "" || f.Name != "l4-flavor" {
+			t.Errorf("eu-west queue %s (-want +got):\n%s", f.Name, diff)
+		}
+	}
+}
+
+func TestShare(t *testing.T) {
+	cases := map[string]struct {
+		q    string
+		f    float64
+		want string
+	}{
+		"cpu rounds down to whole cpus": {q: "768", f: 0.0333, want: "25"},
+		"memory rounds down to Gi":      {q: "3Ti", f: 0.0333, want: "102Gi"},
+		"gpus":                          {q: "1024", f: 0.5, want: "512"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := share(resource.MustParse(tc.q), tc.f)
+			if got.String() != tc.want {
+				t.Errorf("share(%s, %g) = %s, want %s", tc.q, tc.f, got.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestPercentileAndSpread(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	got := []float64{Percentile(xs, 50), Percentile(xs, 95), Percentile(xs, 99), Percentile(nil, 50)}
+	if diff := cmp.Diff([]float64{5, 10, 10, 0}, got); diff != "" {
+		t.Errorf("percentiles (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Spread{Median: 2.5, Min: 1, Max: 4, N: 4}, SpreadOf([]float64{4, 1, 3, 2})); diff != "" {
+		t.Errorf("spread (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseRequestTotal(t *testing.T) {
+	metrics := `# HELP apiserver_request_total Counter of apiserver requests
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 3
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="batch",resource="jobs",scope="namespace",subresource="",verb="POST",version="v1"} 10
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="batch",resource="jobs",scope="namespace",subresource="status",verb="PATCH",version="v1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
+apiserver_request_duration_seconds_bucket{verb="POST",le="0.1"} 99
+`
+	got, err := parseRequestTotal(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(RequestCounts{"list": 3, "post": 10, "patch": 7, "watch": 2}, got); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if got.Total() != 22 || got.Writes() != 17 {
+		t.Errorf("total %g writes %g, want 22 and 17", got.Total(), got.Writes())
+	}
+}
+
+func TestReadAuditCountsEachRequestOncePerRole(t *testing.T) {
+	at := func(s string) string { return "2026-12-02T10:00:" + s + ".000000Z" }
+	lines := []string{
+		`{"stage":"ResponseComplete","verb":"create","userAgent":"fleetq-manager","requestReceivedTimestamp":"` + at("01") + `","objectRef":{"resource":"workloads"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","userAgent":"fleetq-manager","requestReceivedTimestamp":"` + at("02") + `","objectRef":{"resource":"workloads","subresource":"status"}}`,
+		`{"stage":"ResponseStarted","verb":"watch","userAgent":"fleetq-manager","requestReceivedTimestamp":"` + at("02") + `","objectRef":{"resource":"jobs"}}`,
+		`{"stage":"ResponseComplete","verb":"watch","userAgent":"fleetq-manager","requestReceivedTimestamp":"` + at("02") + `","objectRef":{"resource":"jobs"}}`,
+		`{"stage":"ResponseComplete","verb":"update","userAgent":"kube-controller-manager/v1.37.2","requestReceivedTimestamp":"` + at("03") + `","objectRef":{"resource":"jobs","subresource":"status"}}`,
+		`{"stage":"ResponseComplete","verb":"get","userAgent":"fleetq-agent","requestReceivedTimestamp":"` + at("04") + `","objectRef":{"resource":"leases"}}`,
+		`{"stage":"ResponseComplete","verb":"create","userAgent":"fleetq-manager","requestReceivedTimestamp":"` + at("30") + `","objectRef":{"resource":"workloads"}}`,
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, _ := time.Parse(time.RFC3339, "2026-12-02T10:00:00Z")
+	f := &Fleetq{}
+	counts, writes, err := readAudit(path, from, from.Add(10*time.Second), func(ua string) string { return f.Role(lab.RoleManagement, ua) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AuditCounts{
+		"manager": {"create": 1, "patch": 1, "watch": 1},
+		"other":   {"update": 1},
+		"agent":   {"get": 1},
+	}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	wantWrites := ResourceWrites{"manager": {"create workloads": 1, "patch workloads/status": 1}, "other": {"update jobs/status": 1}}
+	if diff := cmp.Diff(wantWrites, writes); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}
+
+func TestKueueRoles(t *testing.T) {
+	k := &Kueue{}
+	cases := map[string]struct {
+		cluster lab.Role
+		ua      string
+		want    string
+	}{
+		"kueue on the management cluster":  {lab.RoleManagement, "kueue/v0.17.0 (linux/amd64) abcd012", "manager"},
+		"multikueue's clients on a worker": {lab.RoleWorker, "kueue-manager/v0.0.0 (linux/amd64) kubernetes/$Format", "manager"},
+		"the worker's own kueue":           {lab.RoleWorker, "kueue/v0.17.0 (linux/amd64) abcd012", "agent"},
+		"the job controller":               {lab.RoleWorker, "kube-controller-manager/v1.37.2", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := k.Role(tc.cluster, tc.ua); got != tc.want {
+				t.Errorf("Role(%s, %q) = %q, want %q", tc.cluster, tc.ua, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestComputeFigures(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	s := func(d float64) time.Time { return t0.Add(time.Duration(d * float64(time.Second))) }
+	r := &RunResult{
+		Start: t0, End: s(10), Finished: true, Capacity: 4,
+		Records: []Record{
+			{Submitted: s(0), Admitted: s(1), Running: s(2), Finished: s(6), Amount: 2, Holds: []Interval{{s(1), s(6)}}},
+			{Submitted: s(0), Admitted: s(3), Running: s(4), Finished: s(10), Amount: 2, Evictions: 1, Holds: []Interval{{s(3), s(10)}}},
+		},
+		Audit: map[string]AuditCounts{
+			ManagementCluster: {"manager": {"patch": 4, "get": 2}, "other": {"create": 2}},
+			"us-east":         {"manager": {"create": 2}, "agent": {"patch": 6, "watch": 1}},
+		},
+		Requests: map[string]RequestCounts{ManagementCluster: {"post": 2, "patch": 4, "get": 2}, "us-east": {"post": 2, "patch": 6}},
+		Procs:    []ProcResult{{Role: "manager", CPUSeconds: 1.5, PeakRSSMiB: 80}, {Role: "agent", CPUSeconds: 0.5}},
+	}
+	got := Compute(r)
+	want := map[string]float64{
+		"workloads": 2, "finished": 2, "evictions": 1,
+		"admitted/s": 2.0 / 3, "dispatched/s (running)": 0.5,
+		"time to admission p50": 1, "time to admission p95": 3, "time to admission p99": 3,
+		"submit→running p50": 2, "submit→running p95": 4, "submit→running p99": 4,
+		"makespan (first submit→last finished)": 10,
+		"manager CPU": 1.5, "manager peak RSS": 80, "agents CPU (all workers)": 0.5,
+		"manager requests/wl (management)": 3, "manager writes/wl (management)": 2,
+		"manager requests/wl (workers)": 1, "manager writes/wl (workers)": 1,
+		"agent requests/wl (workers)": 3.5, "agent writes/wl (workers)": 3,
+		"all clients requests/wl (apiserver_request_total, all clusters)": 8,
+		"all clients writes/wl (apiserver_request_total, all clusters)":   7,
+		"manager writes/admitted wl":                                      2,
+		// Held: 2 of 4 at t=1,2 and t=6..9; 4 of 4 at t=3,4,5; none at t=0 and t=10 → 50% over 11 samples.
+		"mean quota utilisation": 100 * (2*2 + 4*3 + 2*4) / 4.0 / 11,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("figures (-want +got):\n%s", diff)
+	}
+}
+
+func TestRatioSaysWhenFleetqIsBetter(t *testing.T) {
+	cases := map[string]struct {
+		better        int
+		fleetq, kueue float64
+		want          string
+	}{
+		"higher is better": {+1, 30, 10, "3.00×"},
+		"lower is better":  {-1, 0.5, 1.5, "3.00×"},
+		"worse":            {-1, 2, 1, "0.50×"},
+		"informational":    {0, 1, 2, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ratio(figureDef{Better: tc.better}, Spread{Median: tc.fleetq, N: 1}, Spread{Median: tc.kueue, N: 1})
+			if got != tc.want {
+				t.Errorf("ratio = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestJobForIsTheSameForBothSystems(t *testing.T) {
+	c := Class{Name: "gpu", Pods: 2, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), lab.GPUResource: resource.MustParse("1")}, Priority: 100}
+	c.RunTime.Duration = 30 * time.Second
+	j := jobFor(submission{index: 7, class: c, queue: 1})
+	got := []string{j.Namespace, j.Name, j.Labels[kueue.QueueNameLabel], j.Labels[kueue.PriorityClassLabel], j.Spec.Template.Annotations[lab.RunTimeAnnotation]}
+	if diff := cmp.Diff([]string{"team-1", "gpu-7", LocalQueueName, "priority-100", "30s"}, got); diff != "" {
+		t.Errorf("job (-want +got):\n%s", diff)
+	}
+	if j.Spec.Suspend != nil || j.Spec.ManagedBy != nil {
+		t.Errorf("each system's webhook suspends the job and sets managedBy, not the bench")
+	}
+	if q := j.Spec.Template.Spec.Containers[0].Resources.Limits[lab.GPUResource]; q.Value() != 1 {
+		t.Errorf("GPU limit = %v, want the request", q)
+	}
+}

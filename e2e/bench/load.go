@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/lab"
+)
+
+// loadWorkers is how many create calls the load generator keeps in flight.
+const loadWorkers = 16
+
+// submission is one job the load generator creates.
+type submission struct {
+	wave  int
+	index int
+	class Class
+	queue int
+}
+
+// plan lists a scenario's submissions per wave: classes cycle in order, queues round robin over the
+// wave's queues (every queue when it names none).
+func plan(s *Scenario) [][]submission {
+	out := make([][]submission, len(s.Waves))
+	n := 0
+	for wi, w := range s.Waves {
+		queues := w.Queues
+		if len(queues) == 0 {
+			for q := range s.QueueCount() {
+				queues = append(queues, q)
+			}
+		}
+		for i := range w.Count {
+			out[wi] = append(out[wi], submission{wave: wi, index: n, class: s.class(w.Classes[i%len(w.Classes)]), queue: queues[i%len(queues)]})
+			n++
+		}
+	}
+	return out
+}
+
+// mainResource is what utilisation is measured in: GPUs when a flavor offers them, else CPUs.
+func (s *Scenario) mainResource() corev1.ResourceName {
+	for _, f := range s.Flavors {
+		if _, ok := s.FlavorCapacity(f)[lab.GPUResource]; ok {
+			return lab.GPUResource
+		}
+	}
+	return corev1.ResourceCPU
+}
+
+// capacity is the total of the main resource over every flavor's nodes.
+func (s *Scenario) capacity() float64 {
+	res, total := s.mainResource(), 0.0
+	for _, f := range s.Flavors {
+		q := s.FlavorCapacity(f)[res]
+		total += float64(q.MilliValue()) / 1000
+	}
+	return total
+}
+
+// jobFor builds the Job of a submission: the class's pods and requests, its run time on the fake
+// nodes, the team's LocalQueue and the class's priority. Both systems get identical Jobs; each one's
+// webhook suspends it (and, for dispatch, sets spec.managedBy).
+func jobFor(sub submission) *batchv1.Job {
+	labels := map[string]string{kueue.QueueNameLabel: LocalQueueName}
+	if sub.class.Priority != 0 {
+		labels[kueue.PriorityClassLabel] = PriorityClassName(sub.class.Priority)
+	}
+	limits := corev1.ResourceList{}
+	if q, ok := sub.class.Requests[lab.GPUResource]; ok {
+		limits[lab.GPUResource] = q
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: TeamNamespace(sub.queue), Name: fmt.Sprintf("%s-%d", sub.class.Name, sub.index), Labels: labels},
+		Spec: batchv1.JobSpec{
+			Parallelism:  ptr.To(sub.class.Pods),
+			Completions:  ptr.To(sub.class.Pods),
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lab.RunTimeAnnotation: sub.class.RunTime.Duration.String()}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "work", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
+						Resources: corev1.ResourceRequirements{Requests: sub.class.Requests, Limits: limits},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// generate submits the scenario's waves, each starting its After past start, at the wave's rate (a
+// burst when none) with loadWorkers calls in flight, and records every job with rec.
+func generate(ctx context.Context, cs kubernetes.Interface, s *Scenario, rec *Recorder, start time.Time) error {
+	res := s.mainResource()
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for wi, subs := range plan(s) {
+		w := s.Waves[wi]
+		wg.Go(func() {
+			select {
+			case <-time.After(time.Until(start.Add(w.After.Duration))):
+			case <-ctx.Done():
+				return
+			}
+			var lim *rate.Limiter
+			if w.Rate > 0 {
+				lim = rate.NewLimiter(rate.Limit(w.Rate), 1)
+			}
+			todo := make(chan submission)
+			var inner sync.WaitGroup
+			for range loadWorkers {
+				inner.Go(func() {
+					for sub := range todo {
+						job := jobFor(sub)
+						q := sub.class.Requests[res]
+						r := rec.Expect(job.Namespace+"/"+job.Name, sub.class.Name, sub.queue, float64(q.MilliValue())/1000*float64(sub.class.Pods))
+						submitted := time.Now()
+						_, err := cs.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+						created := time.Now()
+						rec.Mark(r.Key, func(r *Record) { r.Submitted, r.Created = submitted, created })
+						if err != nil {
+							select {
+							case errs <- fmt.Errorf("create job %s/%s: %w", job.Namespace, job.Name, err):
+							default:
+							}
+						}
+					}
+				})
+			}
+			for _, sub := range subs {
+				if lim != nil {
+					if err := lim.Wait(ctx); err != nil {
+						break
+					}
+				}
+				select {
+				case todo <- sub:
+				case <-ctx.Done():
+				}
+			}
+			close(todo)
+			inner.Wait()
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,343 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Meta is everything a reader needs to reproduce a report: machine, versions, knobs, command.
+type Meta struct {
+	Command   string    `json:"command"`
+	Started   time.Time `json:"started"`
+	Duration  string    `json:"duration"`
+	Machine   Machine   `json:"machine"`
+	Versions  []string  `json:"versions"`
+	Knobs     Knobs     `json:"knobs"`
+	LoadQPS   float32   `json:"loadQPS"`
+	LoadBurst int       `json:"loadBurst"`
+	Runs      int       `json:"runs"`
+	Scale     float64   `json:"scale"`
+	Scenarios []string  `json:"scenarios"`
+	// APIServer says how the lab's API servers ran (identical for both systems).
+	APIServer string   `json:"apiServer"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// Machine describes the host.
+type Machine struct {
+	Kernel string  `json:"kernel"`
+	CPU    string  `json:"cpu"`
+	Cores  int     `json:"cores"`
+	MemGiB float64 `json:"memGiB"`
+	Go     string  `json:"go"`
+}
+
+// Report is the runs of every scenario and system.
+type Report struct {
+	Meta      Meta
+	Scenarios []*Scenario
+	Results   []*RunResult
+}
+
+func (r *Report) results(scenario, system string) []*RunResult {
+	var out []*RunResult
+	for _, res := range r.Results {
+		if res.Scenario == scenario && res.System == system {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+func (r *Report) systems() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, res := range r.Results {
+		if !seen[res.System] {
+			seen[res.System] = true
+			out = append(out, res.System)
+		}
+	}
+	sort.Strings(out) // fleetq before kueue
+	return out
+}
+
+// spreads summarises every figure of one scenario and system over its runs.
+func (r *Report) spreads(scenario, system string) map[string]Spread {
+	values := map[string][]float64{}
+	for _, res := range r.results(scenario, system) {
+		for k, v := range Compute(res) {
+			values[k] = append(values[k], v)
+		}
+	}
+	out := map[string]Spread{}
+	for k, v := range values {
+		out[k] = SpreadOf(v)
+	}
+	return out
+}
+
+// Write writes report.md, summary.csv, runs.csv, meta.json, per-run workload CSVs and the plots
+// into dir.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	meta, err := json.MarshalIndent(r.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := r.writeCSVs(dir); err != nil {
+		return err
+	}
+	for _, s := range r.Scenarios {
+		if err := r.plot(dir, s); err != nil {
+			return err
+		}
+	}
+	md := r.Markdown()
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// Markdown renders the report: setup, then one comparison table per scenario.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	m := r.Meta
+	fmt.Fprintf(&b, "# fleetq vs Kueue %s: lab benchmark\n\n", KueueVersion)
+	fmt.Fprintf(&b, "- Command: `%s`\n", m.Command)
+	fmt.Fprintf(&b, "- Started %s, took %s; %d run(s) per scenario and system, scale %g; each figure is the median of the runs with (min–max).\n",
+		m.Started.Format(time.RFC3339), m.Duration, m.Runs, m.Scale)
+	fmt.Fprintf(&b, "- Machine: %s, %d cores, %.0f GiB, %s, %s\n", m.Machine.CPU, m.Machine.Cores, m.Machine.MemGiB, m.Machine.Kernel, m.Machine.Go)
+	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(m.Versions, ", "))
+	fmt.Fprintf(&b, "- Client limits, same for both systems (manager → management, manager → workers, agents / worker Kueues): QPS %g, burst %d. Load client: QPS %g, burst %d, %d calls in flight.\n",
+		m.Knobs.QPS, m.Knobs.Burst, m.LoadQPS, m.LoadBurst, loadWorkers)
+	fmt.Fprintf(&b, "- API servers: %s\n", m.APIServer)
+	for _, n := range m.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	systems := r.systems()
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", s.Name, s.Description)
+		loads := []string{}
+		for _, res := range r.Results {
+			if res.Scenario == s.Name {
+				loads = append(loads, fmt.Sprintf("%s %.1f→%.1f", res.System, res.LoadBefore, res.LoadAfter))
+			}
+		}
+		fmt.Fprintf(&b, "Load average (1 min) before→after each run: %s.\n\n", strings.Join(loads, ", "))
+		sp := map[string]map[string]Spread{}
+		for _, sys := range systems {
+			sp[sys] = r.spreads(s.Name, sys)
+		}
+		fmt.Fprintf(&b, "| figure |")
+		for _, sys := range systems {
+			fmt.Fprintf(&b, " %s |", sys)
+		}
+		if len(systems) == 2 {
+			fmt.Fprintf(&b, " fleetq advantage (× ; >1 = fleetq better) |")
+		}
+		fmt.Fprintf(&b, "\n|---|")
+		for range systems {
+			fmt.Fprintf(&b, "---|")
+		}
+		if len(systems) == 2 {
+			fmt.Fprintf(&b, "---|")
+		}
+		fmt.Fprintln(&b)
+		for _, fd := range Figures {
+			present := false
+			for _, sys := range systems {
+				if _, ok := sp[sys][fd.Name]; ok {
+					present = true
+				}
+			}
+			if !present {
+				continue
+			}
+			name := fd.Name
+			if fd.Unit != "" {
+				name += " (" + fd.Unit + ")"
+			}
+			fmt.Fprintf(&b, "| %s |", name)
+			for _, sys := range systems {
+				v, ok := sp[sys][fd.Name]
+				if !ok {
+					fmt.Fprintf(&b, " – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %s |", formatSpread(v))
+			}
+			if len(systems) == 2 {
+				fmt.Fprintf(&b, " %s |", ratio(fd, sp[systems[0]][fd.Name], sp[systems[1]][fd.Name]))
+			}
+			fmt.Fprintln(&b)
+		}
+		for _, sys := range systems {
+			if res := r.results(s.Name, sys); len(res) > 0 {
+				fmt.Fprintf(&b, "\n%s", writesTable(sys, res[0]))
+			}
+		}
+		fmt.Fprintf(&b, "\n![submit→running CDF](%s-cdf.png) ![pending workloads](%s-pending.png) ![quota utilisation](%s-utilisation.png)\n", s.Name, s.Name, s.Name)
+	}
+	return b.String()
+}
+
+func formatSpread(s Spread) string {
+	if s.N <= 1 || s.Min == s.Max {
+		return format(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", format(s.Median), format(s.Min), format(s.Max))
+}
+
+func format(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// ratio is fleetq's advantage: fleetq/kueue for higher-is-better figures, kueue/fleetq for
+// lower-is-better ones.
+func ratio(fd figureDef, fleetq, kueue Spread) string {
+	switch {
+	case fd.Better == 0 || fleetq.N == 0 || kueue.N == 0:
+		return ""
+	case fd.Better > 0 && kueue.Median > 0:
+		return fmt.Sprintf("%.2f×", fleetq.Median/kueue.Median)
+	case fd.Better < 0 && fleetq.Median > 0:
+		return fmt.Sprintf("%.2f×", kueue.Median/fleetq.Median)
+	}
+	return ""
+}
+
+// writesTable lists the first run's most frequent writes per role and cluster kind, to show where
+// the API writes go.
+func writesTable(system string, r *RunResult) string {
+	type row struct {
+		where, what string
+		n           float64
+	}
+	var rows []row
+	for cluster, byRole := range r.Writes {
+		where := "workers"
+		if cluster == ManagementCluster {
+			where = "management"
+		}
+		for role, byRes := range byRole {
+			if role == "other" {
+				continue
+			}
+			for what, n := range byRes {
+				rows = append(rows, row{role + " → " + where, what, n})
+			}
+		}
+	}
+	merged := map[[2]string]float64{}
+	for _, x := range rows {
+		merged[[2]string{x.where, x.what}] += x.n
+	}
+	rows = rows[:0]
+	for k, n := range merged {
+		rows = append(rows, row{k[0], k[1], n})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].where != rows[j].where {
+			return rows[i].where < rows[j].where
+		}
+		return rows[i].n > rows[j].n
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "<details><summary>%s: API writes by client and resource (first run, %d workloads)</summary>\n\n| client → cluster | verb resource | writes | per workload |\n|---|---|---|---|\n", system, len(r.Records))
+	shown := map[string]int{}
+	for _, x := range rows {
+		if shown[x.where] >= 8 {
+			continue
+		}
+		shown[x.where]++
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.2f |\n", x.where, x.what, x.n, x.n/float64(max(1, len(r.Records))))
+	}
+	fmt.Fprintf(&b, "\n</details>\n")
+	return b.String()
+}
+
+func (r *Report) writeCSVs(dir string) error {
+	summary := [][]string{{"scenario", "system", "figure", "unit", "median", "min", "max", "runs"}}
+	runs := [][]string{{"scenario", "system", "run", "figure", "value"}}
+	for _, s := range r.Scenarios {
+		for _, sys := range r.systems() {
+			sp := r.spreads(s.Name, sys)
+			for _, fd := range Figures {
+				v, ok := sp[fd.Name]
+				if !ok {
+					continue
+				}
+				summary = append(summary, []string{s.Name, sys, fd.Name, fd.Unit, fmtF(v.Median), fmtF(v.Min), fmtF(v.Max), strconv.Itoa(v.N)})
+			}
+			for i, res := range r.results(s.Name, sys) {
+				figs := Compute(res)
+				for _, fd := range Figures {
+					if v, ok := figs[fd.Name]; ok {
+						runs = append(runs, []string{s.Name, sys, strconv.Itoa(i + 1), fd.Name, fmtF(v)})
+					}
+				}
+				if err := writeCSV(filepath.Join(dir, fmt.Sprintf("workloads-%s-%s-run%d.csv", s.Name, sys, i+1)), workloadRows(res)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := writeCSV(filepath.Join(dir, "summary.csv"), summary); err != nil {
+		return err
+	}
+	return writeCSV(filepath.Join(dir, "runs.csv"), runs)
+}
+
+// workloadRows are one run's per-workload timestamps, in seconds since the run's first submission.
+func workloadRows(r *RunResult) [][]string {
+	rows := [][]string{{"job", "class", "queue", "amount", "submitted", "created", "quota_reserved", "admitted", "dispatched", "running", "unsuspended", "finished", "cluster", "evictions"}}
+	rel := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatFloat(t.Sub(r.Start).Seconds(), 'f', 3, 64)
+	}
+	for _, rec := range r.Records {
+		rows = append(rows, []string{rec.Key, rec.Class, strconv.Itoa(rec.Queue), fmtF(rec.Amount), rel(rec.Submitted), rel(rec.Created),
+			rel(rec.QuotaReserved), rel(rec.Admitted), rel(rec.Dispatched), rel(rec.Running), rel(rec.Unsuspended), rel(rec.Finished), rec.Cluster, strconv.Itoa(rec.Evictions)})
+	}
+	return rows
+}
+
+func fmtF(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func writeCSV(path string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(rows); err != nil {
+		f.Close()
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	return f.Close()
+}
