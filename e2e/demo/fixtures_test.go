@@ -184,7 +184,7 @@ func midStory() *State {
 	for i := 1; i <= 6; i++ {
 		w.running("research/train-"+string(rune('0'+i)), "us-east", i > 4)
 	}
-	w.pending("research/train-7", "Pending", "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100-flavor, request > maximum capacity (24 > 24 with borrowing)")
+	w.pending("research/train-7", "Pending", "insufficient quota for nvidia.com/gpu in flavor a100-flavor: requests 4, available 0 (nominal 16, used 24, borrowingLimit 8 reached)")
 	w.pending("research/eval-6xl4", "NoPlacement", tooBigMessage)
 	w.cqs = []kueue.ClusterQueue{queue(Research, 24, 8, 0, 2, 6), queue(Inference, 0, 0, 0, 0, 0)}
 	s.Observe(w.snapshot(), at(1800*time.Millisecond))
@@ -199,7 +199,7 @@ func midStory() *State {
 	w.running("inference/serve-2", "us-east", false)
 	w.running("inference/embed-1", "eu-west", false)
 	w.pending("inference/serve-3", "Pending", "Preempting 1 workload(s) to free quota: research/job-train-6-abcde")
-	w.pending("inference/serve-4", "Pending", "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor a100-flavor, 4 more needed")
+	w.pending("inference/serve-4", "Pending", "insufficient quota for nvidia.com/gpu in flavor a100-flavor: requests 4, available 0 (nominal 16, used 12, cohort ai-platform lends 0)")
 	w.pending("inference/embed-2", "Pending", "waiting for the scheduler")
 	w.preempt("research/train-6", "inference/job-serve-3-abcde")
 	w.cqs = []kueue.ClusterQueue{queue(Research, 24, 8, 0, 2, 6), queue(Inference, 8, 0, 2, 3, 3)}

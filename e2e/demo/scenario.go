@@ -178,7 +178,7 @@ func story(name string, t Timings, research, inference []JobSpec) Scenario {
 					return ""
 				},
 			},
-			{Title: "inference reclaims its share: research borrowers are preempted", Reached: func(s *State) bool { return s.Preemptions() > 0 }},
+			{Title: "inference reclaims its share: research jobs are preempted to pay back what research borrowed", Reached: func(s *State) bool { return s.Preemptions() > 0 }},
 			{Title: "L4 jobs run in eu-west", Reached: func(s *State) bool { return s.RanOn("eu-west", L4) > 0 }},
 			{Title: "preempted jobs are requeued and run again", Reached: func(s *State) bool { return s.RequeuedAndFinished() > 0 }},
 			{Title: "every job that fits has finished", Reached: func(s *State) bool { return s.AllDone() }},

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -324,8 +325,8 @@ func (s *State) observeJob(j *JobView, job *batchv1.Job, wl *kueue.Workload, byW
 			}
 		}
 	}
-	if j.NoPlacement {
-		j.Detail = ShortPlacement(detail)
+	if phase == PhasePending {
+		j.Detail = ShortReason(detail)
 	}
 	if !phase.holdsQuota() {
 		j.Borrowing = false
@@ -390,15 +391,23 @@ func (s *State) explainedBefore(j *JobView) bool {
 	return false
 }
 
-// ShortPlacement trims the dispatcher's explanation for the screen: the pod set is named only when a
-// job has several, and a worker without the job's GPU model says so in three words.
-// "no worker has room: us-east: pod set "main": no node matches flavor labels; eu-west: ..." becomes
-// "us-east: no such GPUs; eu-west: ...".
-func ShortPlacement(msg string) string {
+// quotaShortfall matches the engine's "insufficient quota for nvidia.com/gpu in flavor a100-flavor: ".
+var quotaShortfall = regexp.MustCompile(`insufficient quota for nvidia\.com/gpu in flavor ([a-z0-9-]+): `)
+
+// ShortReason trims why a job waits for the screen, keeping the numbers: the pod set is named only
+// when a job has several, and the quota or worker is named by its GPU model.
+//
+//	"no worker has room: us-east: pod set "main": no node matches flavor labels; eu-west: ..."
+//	→ "us-east: no such GPUs; eu-west: ..."
+//	"insufficient quota for nvidia.com/gpu in flavor a100-flavor: requests 4, available 0 (...)"
+//	→ "A100 quota: requests 4, available 0 (...)"
+func ShortReason(msg string) string {
 	msg = strings.TrimPrefix(msg, "no worker has room: ")
 	msg = strings.ReplaceAll(msg, `pod set "main": `, "")
 	msg = strings.ReplaceAll(msg, "no node matches flavor labels", "no such GPUs")
-	return msg
+	return quotaShortfall.ReplaceAllStringFunc(msg, func(m string) string {
+		return flavorModel(quotaShortfall.FindStringSubmatch(m)[1]) + " quota: "
+	})
 }
 
 // preemption returns the workload's Preempted condition (else its Evicted one) while an eviction by

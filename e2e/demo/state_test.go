@@ -163,9 +163,9 @@ func TestObserveFollowsTheStory(t *testing.T) {
 		reached[m.Title] = m.Reached
 	}
 	if diff := cmp.Diff(map[string]bool{
-		"research fills its A100 quota and borrows inference's idle A100s": true,
-		"a job too big for any node stays pending, explained per cluster":  true,
-		"inference reclaims its share: research borrowers are preempted":   true,
+		"research fills its A100 quota and borrows inference's idle A100s":                             true,
+		"a job too big for any node stays pending, explained per cluster":                              true,
+		"inference reclaims its share: research jobs are preempted to pay back what research borrowed": true,
 		"L4 jobs run in eu-west":                    true,
 		"preempted jobs are requeued and run again": false,
 		"every job that fits has finished":          false,
@@ -288,4 +288,18 @@ func joinLines(lines []string) string {
 		out += l + "\n"
 	}
 	return out
+}
+
+func TestShortReason(t *testing.T) {
+	cases := map[string]string{
+		`no worker has room: us-east: pod set "main": no node matches flavor labels; eu-west: pod set "main": largest node fit 4 of 6 nvidia.com/gpu`: "us-east: no such GPUs; eu-west: largest node fit 4 of 6 nvidia.com/gpu",
+		"insufficient quota for nvidia.com/gpu in flavor a100-flavor: requests 4, available 0 (nominal 16, used 24, borrowingLimit 8 reached)":        "A100 quota: requests 4, available 0 (nominal 16, used 24, borrowingLimit 8 reached)",
+		"insufficient quota for cpu in flavor a100-flavor: requests 200":                                                                              "insufficient quota for cpu in flavor a100-flavor: requests 200",
+		"waiting for the scheduler": "waiting for the scheduler",
+	}
+	for in, want := range cases {
+		if got := ShortReason(in); got != want {
+			t.Errorf("ShortReason(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
