@@ -93,6 +93,9 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 				return nil, fmt.Errorf("%w (build it with 'hack/tools/build.sh kueue' or 'make kueue')", err)
 			}
 			versions = append(versions, "Kueue "+KueueVersion+" (built from the module proxy, shipped configuration adapted to the lab)")
+			rep.Meta.Notes = append(rep.Meta.Notes,
+				"Kueue's MultiKueue builds its worker clients from the kubeconfig Secret with client-go's defaults (QPS 5, burst 10, one limiter per resource kind per worker); v0.17 has no setting for them, so the QPS/burst above apply to Kueue's own cluster clients only. fleetq's worker clients use the QPS/burst above (multiCluster.workerClientConnection).",
+				"Kueue's webhooks: only those of its own kinds and batch/v1 Jobs are registered (the shipped no-op webhooks of disabled integrations, pods included, are left out, which can only make Kueue faster).")
 			systems[name] = func() System { return &Kueue{Knobs: o.Knobs, Binary: bin, ModuleDir: modDir} }
 		default:
 			return nil, fmt.Errorf("bench: unknown system %q (want fleetq or kueue)", name)

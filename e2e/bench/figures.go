@@ -41,6 +41,7 @@ var Figures = []figureDef{
 	{"all clients requests/wl (apiserver_request_total, all clusters)", "", -1},
 	{"all clients writes/wl (apiserver_request_total, all clusters)", "", -1},
 	{"deletion→next unsuspended p50", "s", -1},
+	{"deletion→next unsuspended p95", "s", -1},
 	{"manager writes/admitted wl", "", -1},
 }
 
@@ -137,6 +138,7 @@ func Compute(r *RunResult) map[string]float64 {
 			gaps = append(gaps, g.Seconds())
 		}
 		f["deletion→next unsuspended p50"] = Percentile(gaps, 50)
+		f["deletion→next unsuspended p95"] = Percentile(gaps, 95)
 	}
 	return f
 }
