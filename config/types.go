@@ -5,6 +5,9 @@ package config
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 )
 
 // APIVersion is the apiVersion every fleetq configuration file declares.
@@ -190,4 +193,14 @@ type AgentConfiguration struct {
 	CapacityResyncPeriod *metav1.Duration `json:"capacityResyncPeriod,omitempty"`
 	// Origin must match the manager's MultiCluster.Origin: the agent only admits copies carrying it.
 	Origin string `json:"origin,omitempty"`
+}
+
+// RESTConfig copies base with this connection's rate limiter, which every client built from the
+// copy shares: a process makes at most QPS requests per second to that cluster, whatever the
+// number of kinds it touches (default per-kind limits throttled MultiKueue to ~1 workload/s).
+func (c ClientConnection) RESTConfig(base *rest.Config, userAgent string) *rest.Config {
+	rc := rest.CopyConfig(base)
+	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(ptr.Deref(c.QPS, DefaultQPS), int(ptr.Deref(c.Burst, DefaultBurst)))
+	rc.UserAgent = userAgent
+	return rc
 }

@@ -87,7 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 	d.mkc = &registry.Controller{Client: mgr.GetClient(), Namespace: cfg.Namespace, Health: make(chan event.TypedGenericEvent[*kueue.MultiKueueCluster], 256)}
 	d.Registry = registry.New(registry.Options{
 		Scheme: mgr.GetScheme(), Origin: mc.Origin,
-		QPS: *mc.WorkerClientConnection.QPS, Burst: int(*mc.WorkerClientConnection.Burst),
+		Connection:    mc.WorkerClientConnection,
 		ProbeInterval: mc.ProbeInterval.Duration, Clock: opts.Clock, Log: opts.Log.WithName("registry"),
 		OnChange: d.remoteChanged, OnHealth: d.healthChanged,
 	})

@@ -24,13 +24,13 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
 )
 
 // Reasons of the MultiKueueCluster Active condition.
@@ -70,9 +70,8 @@ type Worker struct {
 type Options struct {
 	Scheme *runtime.Scheme
 	Origin string
-	// QPS and Burst size each worker's shared rate limiter.
-	QPS   float32
-	Burst int
+	// Connection sizes each worker's shared rate limiter.
+	Connection config.ClientConnection
 	// ProbeInterval is how often workers are probed; ConnectTimeout bounds the first sync.
 	ProbeInterval  time.Duration
 	ConnectTimeout time.Duration
@@ -269,8 +268,7 @@ func (r *Registry) connect(ctx context.Context, name string, kubeconfig []byte) 
 	if err != nil {
 		return nil, ReasonBadKubeconfig, err
 	}
-	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(r.opts.QPS, r.opts.Burst)
-	rc.UserAgent = "fleetq-manager"
+	rc = r.opts.Connection.RESTConfig(rc, "fleetq-manager")
 	rc.Timeout = 30 * time.Second
 	origin := labels.SelectorFromSet(labels.Set{kueue.MultiKueueOriginLabel: r.opts.Origin})
 	c, err := ctrlcache.New(rc, ctrlcache.Options{

@@ -19,7 +19,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -90,11 +89,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	restCfg := rest.CopyConfig(opts.RestConfig)
-	// One limiter shared by every client built from this config: the manager's QPS is what the
-	// configuration says, whatever the number of kinds it touches.
-	restCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(*cfg.ClientConnection.QPS, int(*cfg.ClientConnection.Burst))
-	restCfg.UserAgent = FieldManager
+	restCfg := cfg.ClientConnection.RESTConfig(opts.RestConfig, FieldManager)
 
 	webhookHost, webhookPort := cfg.Webhook.Host, int(*cfg.Webhook.Port)
 	certDir := cfg.Webhook.CertDir

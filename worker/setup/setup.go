@@ -14,7 +14,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,11 +67,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	restCfg := rest.CopyConfig(opts.RestConfig)
-	// One limiter shared by every client built from this config: the agent's QPS is what the
-	// configuration says, whatever the number of kinds it touches.
-	restCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(*cfg.ClientConnection.QPS, int(*cfg.ClientConnection.Burst))
-	restCfg.UserAgent = fleetq.AgentName
+	restCfg := cfg.ClientConnection.RESTConfig(opts.RestConfig, fleetq.AgentName)
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        Scheme(),
