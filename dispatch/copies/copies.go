@@ -615,6 +615,11 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 	}
 	orig := job.DeepCopy()
 	job.Status = *rjob.Status.DeepCopy()
+	if orig.Status.StartTime != nil {
+		// The API server refuses to move an unsuspended Job's startTime once set: a job dispatched
+		// again after a preemption keeps its first start here (else its finish is never mirrored).
+		job.Status.StartTime = orig.Status.StartTime
+	}
 	if err := r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
 		return res, fmt.Errorf("mirroring job %s/%s from worker %s: %w", job.Namespace, job.Name, w.Name, err)
 	}
