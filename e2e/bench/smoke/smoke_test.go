@@ -1,0 +1,78 @@
+// Package smoke runs the multi-cluster burst scenario (b) of the benchmark at a smoke size, fleetq
+// only, with the built fleetq-manager and fleetq-agent binaries, and checks only that every workload
+// finishes: the runner, the lab wiring and the recorder stay working between `make bench` runs.
+// Timings are recorded, never asserted.
+package smoke
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fleetq/fleetq/e2e/bench"
+)
+
+// smokeScale makes scenario (b) 20 jobs on one node pool per worker (8 + 8 + 4 GPUs).
+const smokeScale = 0.02
+
+func TestSmoke(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Benchmark smoke: scenario (b) at smoke size, fleetq")
+}
+
+var _ = It("finishes every workload of the multi-cluster burst at smoke size", func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	s, err := bench.LoadScenario(filepath.Join("..", "scenarios", "multi-burst.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	s = s.Scaled(smokeScale)
+	// Short pods keep the suite quick; the full size runs 30 s pods in `make bench`.
+	for i := range s.Classes {
+		s.Classes[i].RunTime = metav1.Duration{Duration: 2 * time.Second}
+	}
+	dir := GinkgoT().TempDir()
+	fleetqBin := filepath.Join(dir, "fleetq")
+	Expect(bench.BuildFleetq(ctx, fleetqBin)).To(Succeed())
+	binDir, err := bench.PrepareBinDir(filepath.Join(dir, "tools"))
+	Expect(err).NotTo(HaveOccurred())
+	knobs := bench.Knobs{QPS: 200, Burst: 400}
+	res, err := bench.Run(ctx, bench.RunOptions{
+		Scenario: s,
+		System:   &bench.Fleetq{Knobs: knobs, BinDir: fleetqBin, Commit: "smoke"},
+		Dir:      filepath.Join(dir, "run"), BinDir: binDir,
+		LoadQPS: 200, LoadBurst: 400,
+		Progress: GinkgoWriter,
+	})
+	if err != nil || !res.Finished {
+		logs, _ := filepath.Glob(filepath.Join(dir, "run", "logs", "*", "fleetq-*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			GinkgoWriter.Printf("---- %s\n%s\n", l, tail(string(data), 4000))
+		}
+	}
+	Expect(err).NotTo(HaveOccurred())
+	Expect(res.Records).To(HaveLen(s.Jobs(1)))
+	var unfinished []string
+	for _, r := range res.Records {
+		if r.Finished.IsZero() {
+			unfinished = append(unfinished, r.Key)
+		}
+	}
+	Expect(unfinished).To(BeEmpty(), "every workload finishes")
+	Expect(res.Finished).To(BeTrue())
+	figures := bench.Compute(res)
+	GinkgoWriter.Printf("smoke figures (recorded, not asserted): %v\n", figures)
+}, NodeTimeout(12*time.Minute))
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
