@@ -206,6 +206,11 @@ func (r *Reconciler) forget(key string) {
 func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster string) (reconcile.Result, error) {
 	key := workload.Key(wl)
 	name := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	if finished, err := r.finishedThere(ctx, wl, cluster); err != nil || finished {
+		// The copy finished as it was being stopped: its result stands, the workload is
+		// Finished rather than run again.
+		return reconcile.Result{}, err
+	}
 	if err := r.removeCopies(ctx, name, wl.UID, cluster); err != nil {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
@@ -241,6 +246,41 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	return reconcile.Result{}, jobs.Requeue(ctx, r.Client, r.Clock, r.Requeuing, wl)
+}
+
+// finishedThere mirrors the final status of a copy that finished in its worker while its
+// workload was being stopped (evicted as it completed), so the job integration records the
+// result instead of running the job again. It reports whether it did.
+func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, cluster string) (bool, error) {
+	if workload.IsFinished(wl) || wl.DeletionTimestamp != nil || cluster == "" {
+		return false, nil
+	}
+	w, h := r.Registry.Get(cluster)
+	if w == nil || !h.Active {
+		return false, nil
+	}
+	job, err := r.managerJob(ctx, wl)
+	if err != nil || job == nil || !jobs.Dispatched(job) {
+		return false, err
+	}
+	if done, _, _ := jobs.Finished(job); done {
+		return true, nil // already mirrored; the job integration finishes the workload
+	}
+	rjob := &batchv1.Job{}
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if done, _, _ := jobs.Finished(rjob); !done || rjob.Annotations[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
+		return false, nil
+	}
+	if err := r.writeMirror(ctx, job, rjob); err != nil {
+		if apierrors.IsInvalid(err) {
+			r.Log.Info("Finished copy's status not accepted; the job will run again", "job", client.ObjectKeyFromObject(job), "error", err.Error())
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // copiesGone confirms with the API server of the workload's worker (not a cache) that its copies
@@ -584,6 +624,27 @@ func (r *Reconciler) evict(ctx context.Context, wl *kueue.Workload, check kueue.
 	return nil
 }
 
+// writeMirror replaces the management cluster's Job status with its copy's (an update, not a
+// merge patch: lists such as uncountedTerminatedPods must match the copy exactly).
+func (r *Reconciler) writeMirror(ctx context.Context, job, rjob *batchv1.Job) error {
+	start := job.Status.StartTime
+	job.Status = *rjob.Status.DeepCopy()
+	if start != nil {
+		// The API server refuses to move an unsuspended Job's startTime once set: a job dispatched
+		// again after a preemption keeps its first start here (else its finish is never mirrored).
+		job.Status.StartTime = start
+	}
+	return r.Client.Status().Update(ctx, job)
+}
+
+// soonest shortens a result's requeue to d when d comes first.
+func soonest(res reconcile.Result, d time.Duration) reconcile.Result {
+	if res.RequeueAfter == 0 || d < res.RequeueAfter {
+		res.RequeueAfter = d
+	}
+	return res
+}
+
 // mirror copies the worker's Job status to the management cluster's Job, at most once per
 // MirrorInterval while it runs, at once when it finishes.
 func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, job *batchv1.Job, res reconcile.Result) (reconcile.Result, error) {
@@ -592,8 +653,9 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 	}
 	if ptr.Deref(job.Spec.Suspend, false) {
 		// The job integration starts it once the workload is Admitted; a status mirrored into
-		// a suspended job would contradict its spec.
-		return res, nil
+		// a suspended job would contradict its spec. Look again soon: the worker may not change
+		// the copy's status again for a long time.
+		return soonest(res, time.Second), nil
 	}
 	rjob := &batchv1.Job{}
 	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob); err != nil {
@@ -608,19 +670,15 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 	wait := r.MirrorInterval - r.Clock.Since(r.lastMirror[key])
 	r.mu.Unlock()
 	if !done && wait > 0 {
-		if res.RequeueAfter == 0 || wait < res.RequeueAfter {
-			res.RequeueAfter = wait
+		return soonest(res, wait), nil
+	}
+	if err := r.writeMirror(ctx, job, rjob); err != nil {
+		if apierrors.IsInvalid(err) {
+			// The API server refuses this transition (e.g. a copy that finished as it was
+			// preempted); retrying the same write cannot help, the next change of the copy may.
+			r.Log.Info("Job status not mirrored", "job", client.ObjectKeyFromObject(job), "cluster", w.Name, "error", err.Error())
+			return soonest(res, 10*time.Second), nil
 		}
-		return res, nil
-	}
-	orig := job.DeepCopy()
-	job.Status = *rjob.Status.DeepCopy()
-	if orig.Status.StartTime != nil {
-		// The API server refuses to move an unsuspended Job's startTime once set: a job dispatched
-		// again after a preemption keeps its first start here (else its finish is never mirrored).
-		job.Status.StartTime = orig.Status.StartTime
-	}
-	if err := r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
 		return res, fmt.Errorf("mirroring job %s/%s from worker %s: %w", job.Namespace, job.Name, w.Name, err)
 	}
 	r.mu.Lock()
