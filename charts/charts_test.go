@@ -220,6 +220,19 @@ func TestManagerValues(t *testing.T) {
 	}
 }
 
+// TestManagerOutOfCluster: a manager run as a process (the lab) is called by URL; the chart then
+// leaves the webhook Service out of the configuration, which the manager would refuse.
+func TestManagerOutOfCluster(t *testing.T) {
+	objs, err := Render(Manager, mrel, map[string]any{"config": map[string]any{"webhook": map[string]any{"url": "https://127.0.0.1:9443", "host": "127.0.0.1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadManagerConfig(t, objs, "fleetq-manager-config")
+	if cfg.Webhook.ServiceName != "" || cfg.Webhook.URL != "https://127.0.0.1:9443" || *cfg.Webhook.Port != 9443 {
+		t.Errorf("webhook configuration %+v", cfg.Webhook)
+	}
+}
+
 func TestAgentRender(t *testing.T) {
 	cases := map[string]struct {
 		values      map[string]any

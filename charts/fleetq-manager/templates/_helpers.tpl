@@ -54,7 +54,12 @@ and webhook Service the chart wires, then .Values.config over them.
 {{- $cfg := dict "apiVersion" "config.fleetq.dev/v1alpha1" "kind" "Configuration" "namespace" .Release.Namespace }}
 {{- $_ := set $cfg "metrics" (dict "bindAddress" (printf ":%d" (int .Values.metrics.port))) }}
 {{- $_ := set $cfg "health" (dict "bindAddress" (printf ":%d" (int .Values.health.port))) }}
-{{- $_ := set $cfg "webhook" (dict "port" (int .Values.webhook.port) "serviceName" (include "fleetq-manager.webhookServiceName" .) "certDir" "/tmp/k8s-webhook-server/serving-certs") }}
+{{- $webhook := dict "port" (int .Values.webhook.port) "certDir" "/tmp/k8s-webhook-server/serving-certs" }}
+{{- /* A webhook URL (the manager runs outside the cluster) replaces the Service. */}}
+{{- if not (dig "webhook" "url" "" (default dict .Values.config)) }}
+{{- $_ := set $webhook "serviceName" (include "fleetq-manager.webhookServiceName" .) }}
+{{- end }}
+{{- $_ := set $cfg "webhook" $webhook }}
 {{- if .Values.clusterAPI.enabled }}
 {{- $_ := set $cfg "multiCluster" (dict "clusterAPISelector" .Values.clusterAPI.selector "clusterAPINamespace" (default .Release.Namespace .Values.clusterAPI.namespace)) }}
 {{- end }}
