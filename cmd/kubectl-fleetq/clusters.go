@@ -62,11 +62,14 @@ func capacityOf(mkc *kueue.MultiKueueCluster) (string, string) {
 	}
 	var parts []string
 	for _, f := range s.Flavors {
-		nodes := "nodes"
-		if f.Nodes == 1 {
-			nodes = "node"
+		switch f.Nodes {
+		case 0:
+			parts = append(parts, fmt.Sprintf("%s: no nodes", f.Name))
+		case 1:
+			parts = append(parts, fmt.Sprintf("%s: %s on 1 node", f.Name, freeOverTotal(f.Free, f.Allocatable)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %s on %d nodes", f.Name, freeOverTotal(f.Free, f.Allocatable), f.Nodes))
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s on %d %s", f.Name, freeOverTotal(f.Free, f.Allocatable), f.Nodes, nodes))
 	}
 	out := strings.Join(parts, "; ")
 	if out == "" {

@@ -94,7 +94,7 @@ func event(name, kind, regarding, reason, note string, at time.Duration) *events
 
 func world(t *testing.T) []client.Object {
 	east := registry.CapacitySummary{Revision: 7, Flavors: []registry.FlavorSummary{{Name: "a100-flavor", Nodes: 2, Free: gpus("12"), Allocatable: gpus("16")}}}
-	eu := registry.CapacitySummary{Revision: 3, Flavors: []registry.FlavorSummary{{Name: "l4-flavor", Nodes: 2, Free: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}, Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}
+	eu := registry.CapacitySummary{Revision: 3, Flavors: []registry.FlavorSummary{{Name: "a100-flavor"}, {Name: "l4-flavor", Nodes: 2, Free: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}, Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}
 	fenced := registry.CapacitySummary{Revision: 1, Fenced: true, Flavors: []registry.FlavorSummary{{Name: "cpu", Nodes: 1, Free: corev1.ResourceList{"cpu": resource.MustParse("6"), "memory": resource.MustParse("30Gi")}, Allocatable: corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("32Gi")}}}}
 	pending := job("big-train", "team-queue", "uid-pending")
 	running := job("train", "team-queue", "uid-running")
