@@ -119,7 +119,7 @@ func summary(wl *kueue.Workload) string {
 		return "deactivated (spec.active is false)"
 	}
 	if c := meta.FindStatusCondition(conds, kueue.WorkloadQuotaReserved); c != nil {
-		return "pending (" + c.Reason + "): " + c.Message
+		return "pending (" + c.Reason + "), why: see QuotaReserved below"
 	}
 	return "pending, not considered by the manager yet"
 }
