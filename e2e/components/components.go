@@ -25,8 +25,9 @@ import (
 )
 
 // ManagerConfig returns a manager configuration for a test lab: webhooks on a free loopback port
-// reached by URL, metrics and probes off, leader election with short timings (so a restarted
-// manager takes over fast), and a one-second requeue backoff.
+// reached by URL, metrics and probes off, leader election with short timings (a stopped manager
+// releases its lease, so a restart takes over at once; the lease still survives a loaded 2-core
+// machine), and a one-second requeue backoff.
 func ManagerConfig() (*config.Configuration, error) {
 	port, err := setup.FreePort()
 	if err != nil {
@@ -41,9 +42,9 @@ func ManagerConfig() (*config.Configuration, error) {
 			URL:  fmt.Sprintf("https://127.0.0.1:%d", port),
 		},
 		LeaderElection: config.LeaderElection{
-			LeaseDuration: &metav1.Duration{Duration: 4 * time.Second},
-			RenewDeadline: &metav1.Duration{Duration: 3 * time.Second},
-			RetryPeriod:   &metav1.Duration{Duration: 500 * time.Millisecond},
+			LeaseDuration: &metav1.Duration{Duration: 10 * time.Second},
+			RenewDeadline: &metav1.Duration{Duration: 8 * time.Second},
+			RetryPeriod:   &metav1.Duration{Duration: time.Second},
 		},
 		RequeuingStrategy: config.RequeuingStrategy{BackoffBaseSeconds: ptr.To[int32](1), BackoffMaxSeconds: ptr.To[int32](5)},
 		ClientConnection:  config.ClientConnection{QPS: ptr.To[float32](200), Burst: ptr.To[int32](400)},

@@ -159,7 +159,8 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 			g.Expect(rq).NotTo(BeNil())
 			g.Expect(rq.Status).To(Equal("True"))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		Expect(usage(ctx, "inference-cq", "default-flavor", corev1.ResourceCPU)).To(Equal([2]string{"2", "0"}))
+		Eventually(func() [2]string { return usage(ctx, "inference-cq", "default-flavor", corev1.ResourceCPU) }).
+			WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Equal([2]string{"2", "0"}), "status is written at most once a second")
 	})
 
 	It("GPU section: an A100 job runs on A100 nodes with the flavor's node selector and toleration", func(ctx SpecContext) {
