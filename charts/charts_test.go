@@ -463,7 +463,7 @@ func TestRBAC(t *testing.T) {
 			"admissionregistration.k8s.io/validatingwebhookconfigurations[fleetq-validating-webhook-configuration] get",
 			"admissionregistration.k8s.io/validatingwebhookconfigurations[fleetq-validating-webhook-configuration] patch",
 			"batch/jobs get", "batch/jobs list", "batch/jobs patch", "batch/jobs watch",
-			"batch/jobs/finalizers update", "batch/jobs/status patch",
+			"batch/jobs/finalizers update", "batch/jobs/status patch", "batch/jobs/status update",
 			"cluster.x-k8s.io/clusters get", "cluster.x-k8s.io/clusters list", "cluster.x-k8s.io/clusters watch",
 			"core/namespaces get", "core/namespaces list", "core/namespaces watch",
 			"events.k8s.io/events create", "events.k8s.io/events patch",

@@ -202,7 +202,8 @@ func TestChartsInstallInLab(t *testing.T) {
 		})
 	})
 
-	train := gpuJob("train", "team-queue", 1, 8, "20s")
+	// Long enough for the checks below to see it running on a slow machine.
+	train := gpuJob("train", "team-queue", 1, 8, "45s")
 	mustCreate(ctx, t, m, train)
 	t.Run("metrics while a job runs in the worker", func(t *testing.T) {
 		eventuallyMetrics(ctx, t, scrape, []want{

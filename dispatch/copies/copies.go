@@ -389,41 +389,48 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 	if err := r.ensureNamespace(ctx, w, wl.Namespace); err != nil {
 		return nil, err
 	}
-	rjob := &batchv1.Job{}
-	err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob)
-	if apierrors.IsNotFound(err) {
-		rjob, err = r.remoteJob(ctx, wl, job)
-		if err != nil {
-			return nil, err
-		}
-		if err := w.Client.Create(ctx, rjob); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating job copy: %w", err)
-		}
-	} else if err != nil {
-		return nil, err
+	rjob, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(job), &batchv1.Job{}, func() (*batchv1.Job, error) {
+		return r.remoteJob(ctx, wl, job)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job copy: %w", err)
 	}
 	if stale, err := r.replaceStale(ctx, w, rjob, wl.UID); stale || err != nil {
 		return nil, err
 	}
-	rwl := &kueue.Workload{}
-	err = w.Client.Get(ctx, client.ObjectKeyFromObject(wl), rwl)
-	if apierrors.IsNotFound(err) {
+	rwl, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(wl), &kueue.Workload{}, func() (*kueue.Workload, error) {
 		policy, err := r.localPreemption(ctx, wl)
 		if err != nil {
 			return nil, err
 		}
-		rwl = r.remoteWorkload(wl, rjob, policy)
-		if err := w.Client.Create(ctx, rwl); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating workload copy: %w", err)
-		}
-		return rwl, nil
-	} else if err != nil {
-		return nil, err
+		return r.remoteWorkload(wl, rjob, policy), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workload copy: %w", err)
 	}
 	if stale, err := r.replaceStale(ctx, w, rwl, wl.UID); stale || err != nil {
 		return nil, err
 	}
 	return rwl, nil
+}
+
+// getOrCreate reads a copy from the worker's cache, or creates it from build when it is missing.
+// When an earlier attempt created it and the cache has not seen it yet, it reads the copy from
+// the API server: the caller needs what the server filled in (the Job's UID for the owner
+// reference of the Workload copy).
+func getOrCreate[T client.Object](ctx context.Context, w *registry.Worker, key client.ObjectKey, obj T, build func() (T, error)) (T, error) {
+	err := w.Client.Get(ctx, key, obj)
+	if !apierrors.IsNotFound(err) {
+		return obj, err
+	}
+	if obj, err = build(); err != nil {
+		return obj, err
+	}
+	err = w.Client.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		err = w.Reader.Get(ctx, key, obj)
+	}
+	return obj, err
 }
 
 // replaceStale deletes a copy left by an earlier incarnation of the same workload name.
@@ -549,8 +556,15 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 		if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil {
 			r.Book.Admitted(key, c.LastTransitionTime.Time)
 		}
-		metrics.Dispatched(cluster, wl, check, r.Clock.Now())
-		return reconcile.Result{}, r.setCheck(ctx, wl, check, kueue.CheckStateReady, fmt.Sprintf("Running in worker %s", cluster))
+		firstReady := !checkReady(wl, check)
+		if err := r.setCheck(ctx, wl, check, kueue.CheckStateReady, fmt.Sprintf("Running in worker %s", cluster)); err != nil {
+			return reconcile.Result{}, err
+		}
+		if firstReady {
+			// Counted once the write landed: a conflict retried would count it twice.
+			metrics.Dispatched(cluster, wl, r.Clock.Now())
+		}
+		return reconcile.Result{}, nil
 	}
 	// Not admitted there (yet): give the agent a moment, then place elsewhere.
 	r.mu.Lock()
@@ -592,14 +606,27 @@ func (r *Reconciler) setCheck(ctx context.Context, wl *kueue.Workload, check kue
 		}
 		allReady = allReady && ac.State == kueue.CheckStateReady
 	}
-	if allReady && workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "The workload is admitted and runs in worker "+workload.ClusterName(wl), now) {
-		changed = true
-		metrics.Admitted(wl, now)
-	}
-	if !changed {
+	admitted := allReady && workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", "The workload is admitted and runs in worker "+workload.ClusterName(wl), now)
+	if !changed && !admitted {
 		return nil
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	if err := r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if admitted {
+		metrics.Admitted(wl, now)
+	}
+	return nil
+}
+
+// checkReady reports whether the workload's check is Ready already.
+func checkReady(wl *kueue.Workload, check kueue.AdmissionCheckReference) bool {
+	for _, ac := range wl.Status.AdmissionChecks {
+		if ac.Name == check {
+			return ac.State == kueue.CheckStateReady
+		}
+	}
+	return false
 }
 
 // evict ends a workload's run in its worker: the check goes to Retry and the workload is

@@ -260,14 +260,9 @@ func ForgetClusterQueue(name string) {
 	}
 }
 
-// Dispatched records, the first time the manager sees a worker's agent start a workload's copy
-// (its admission check not Ready yet), the time since the workload's quota was reserved.
-func Dispatched(cluster string, wl *kueue.Workload, check kueue.AdmissionCheckReference, now time.Time) {
-	for _, ac := range wl.Status.AdmissionChecks {
-		if ac.Name == check && ac.State == kueue.CheckStateReady {
-			return
-		}
-	}
+// Dispatched records the time from a workload's quota reservation to a worker's agent starting
+// its copy; the caller calls it once, when it has written the admission check Ready.
+func Dispatched(cluster string, wl *kueue.Workload, now time.Time) {
 	reserved := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 	if reserved == nil || reserved.Status != "True" {
 		return

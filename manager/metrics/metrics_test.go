@@ -173,11 +173,9 @@ func TestAdmissionFlow(t *testing.T) {
 	reserved := metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, LastTransitionTime: metav1.Time{Time: t0.Add(10 * time.Second)}}
 	wl := reservedWorkload(reserved)
 	QuotaReserved(wl, t0.Add(10*time.Second))
-	Dispatched("us-east", wl, "dispatch", t0.Add(12*time.Second))
+	Dispatched("us-east", wl, t0.Add(12*time.Second))
 	Admitted(wl, t0.Add(12*time.Second))
-	// Once the check is Ready, later reconciles record nothing more.
-	wl.Status.AdmissionChecks[0].State = kueue.CheckStateReady
-	Dispatched("us-east", wl, "dispatch", t0.Add(20*time.Second))
+	Dispatched("us-east", &kueue.Workload{}, t0) // no reservation: nothing
 	// A workload admitted in the reservation write (no checks) counts as admitted at once.
 	direct := reservedWorkload(reserved, metav1.Condition{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue})
 	direct.Status.Admission.ClusterQueue = "cpu"
