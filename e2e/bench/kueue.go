@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +21,8 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
-	"github.com/fleetq/fleetq/e2e/lab/pki"
 	"github.com/fleetq/fleetq/e2e/manifest"
+	"github.com/fleetq/fleetq/internal/pki"
 )
 
 // KueueVersion is the release the tools module hack/tools/kueue pins.
@@ -163,11 +164,11 @@ func (k *Kueue) start(ctx context.Context, env *framework.Environment, cluster, 
 	if err := os.MkdirAll(certDir, 0o755); err != nil {
 		return Proc{}, fmt.Errorf("kueue in %s: %w", cluster, err)
 	}
-	ca, err := pki.NewCA("kueue-webhook-ca")
+	ca, err := pki.NewCA("kueue-webhook-ca", 24*time.Hour)
 	if err != nil {
 		return Proc{}, err
 	}
-	serving, err := ca.NewServing("kueue-webhook", []string{"127.0.0.1"})
+	serving, err := ca.NewServing("kueue-webhook", []string{"127.0.0.1"}, 24*time.Hour)
 	if err != nil {
 		return Proc{}, err
 	}

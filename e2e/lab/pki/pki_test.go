@@ -4,9 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
-	"os"
-	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,57 +71,4 @@ func TestNewBundle(t *testing.T) {
 			t.Errorf("service-account public key does not match the private key")
 		}
 	})
-}
-
-func TestErrors(t *testing.T) {
-	ca, err := NewCA("test-ca")
-	if err != nil {
-		t.Fatalf("NewCA: %v", err)
-	}
-	cases := map[string]func() error{
-		"serving certificate without hosts": func() error { _, err := ca.NewServing("x", nil); return err },
-		"client without user":               func() error { _, err := ca.NewClient("", nil); return err },
-		"write into a missing directory": func() error {
-			_, _, err := ca.WriteFiles(filepath.Join(t.TempDir(), "missing"), "ca")
-			return err
-		},
-	}
-	for name, f := range cases {
-		t.Run(name, func(t *testing.T) {
-			if err := f(); err == nil {
-				t.Errorf("got no error")
-			}
-		})
-	}
-}
-
-func TestWriteFiles(t *testing.T) {
-	ca, err := NewCA("test-ca")
-	if err != nil {
-		t.Fatalf("NewCA: %v", err)
-	}
-	dir := t.TempDir()
-	certPath, keyPath, err := ca.WriteFiles(dir, "ca")
-	if err != nil {
-		t.Fatalf("WriteFiles: %v", err)
-	}
-	info, err := os.Stat(keyPath)
-	if err != nil {
-		t.Fatalf("stat key: %v", err)
-	}
-	if perm := info.Mode().Perm(); perm != 0o600 {
-		t.Errorf("key file mode = %o, want 600", perm)
-	}
-	if _, err := tls.LoadX509KeyPair(certPath, keyPath); err != nil {
-		t.Errorf("written pair does not load: %v", err)
-	}
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	if diff := cmp.Diff([]string{"ca.crt", "ca.key"}, names); diff != "" {
-		t.Errorf("files (-want +got):\n%s", diff)
-	}
 }
