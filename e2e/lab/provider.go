@@ -36,7 +36,7 @@ type Faults interface {
 	// Resume continues a frozen API server (SIGCONT).
 	Resume(ctx context.Context) error
 	// RestartAPIServer stops the API server if it runs and starts it again on the same port with the
-	// same data, returning once it is ready.
+	// same data, returning once it is ready and the cluster's controllers work with it again.
 	RestartAPIServer(ctx context.Context) error
 }
 

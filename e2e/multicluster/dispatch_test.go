@@ -53,10 +53,11 @@ var _ = Describe("Dispatch", func() {
 	})
 
 	It("runs an A100 job on us-east with the flavor's selector and toleration, and shows its status on the management cluster", func(ctx SpecContext) {
-		job := gpuJob{pods: 2, gpus: 1, runFor: "8s"}.create(ctx, "a100-train")
+		// Long enough to see it running on a loaded machine, short enough to watch it finish.
+		job := gpuJob{pods: 2, gpus: 1, runFor: "30s"}.create(ctx, "a100-train")
 		Eventually(func(g Gomega) {
 			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
-			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(2))
+			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(2), "pods in us-east: %s", phases(podsIn(ctx, "us-east", job)))
 			g.Expect(managerJob(ctx, job).Status.Active).To(BeEquivalentTo(2), "the management cluster's job mirrors the worker's")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		for _, p := range podsIn(ctx, "us-east", job) {

@@ -13,6 +13,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/e2e/framework"
+	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
@@ -33,6 +34,15 @@ func workerActive(ctx SpecContext, worker string) (bool, string) {
 		return false, ""
 	}
 	return c.Status == "True", c.Reason
+}
+
+// bringEastBack restarts us-east's API server, and its agent if the agent exited on losing its
+// leader lease meanwhile: its Deployment would restart it, and so does the lab.
+func bringEastBack(ctx SpecContext, faults lab.Faults) {
+	Expect(faults.RestartAPIServer(ctx)).To(Succeed())
+	if !agents["us-east"].Running() {
+		Expect(agents["us-east"].Restart(ctx)).To(Succeed())
+	}
 }
 
 // onEast starts a job that fills one us-east node and waits until it runs there.
@@ -92,8 +102,16 @@ var _ = Describe("Worker faults", Ordered, func() {
 		job := onEast(ctx, "orphaned")
 		faults, err := env.Cluster("us-east").Faults()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(faults.StopAPIServer(ctx)).To(Succeed())
+		// From the moment the stop begins: the API server refuses probes while it shuts down.
 		stopped := time.Now()
+		Expect(faults.StopAPIServer(ctx)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			// When this spec failed half-way, later specs still need us-east and a clean record.
+			if !framework.Reachable(ctx, env.Cluster("us-east"), 5*time.Second) {
+				bringEastBack(ctx, faults)
+			}
+			watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
+		})
 		Eventually(func(g Gomega) {
 			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
 			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
@@ -106,13 +124,8 @@ var _ = Describe("Worker faults", Ordered, func() {
 		// enforced (a real kubelet would keep running them): its stale copy is excused from the
 		// overlap check, and this spec asserts instead that the copy is removed once it is back.
 		watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
-		Expect(faults.RestartAPIServer(ctx)).To(Succeed())
+		bringEastBack(ctx, faults)
 		back := time.Now()
-		// us-east's agent exits once it cannot renew its leader lease; its Deployment would
-		// restart it, and so does the lab (else every later spec would find us-east unserved).
-		if !agents["us-east"].Running() {
-			Expect(agents["us-east"].Restart(ctx)).To(Succeed())
-		}
 		Eventually(func(g Gomega) {
 			active, _ := workerActive(ctx, "us-east")
 			g.Expect(active).To(BeTrue())

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
@@ -108,6 +109,15 @@ func runningIn(ctx context.Context, cluster string, job *batchv1.Job) int {
 		}
 	}
 	return n
+}
+
+// phases lists pods as name=phase@node, for failure messages.
+func phases(pods []corev1.Pod) string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name+"="+string(p.Status.Phase)+"@"+p.Spec.NodeName)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 func managerJob(ctx context.Context, job *batchv1.Job) *batchv1.Job {

@@ -185,7 +185,8 @@ func CRDsServedSpec(inputGetter func() ClusterInput) {
 }
 
 // APIServerRestartSpec checks that RestartAPIServer brings the API server back on the same address with
-// the same data: objects keep their UID and content, the fake nodes are still there.
+// the same data (objects keep their UID and content, the fake nodes are still there) and the cluster
+// back to work: a Job created right after runs.
 func APIServerRestartSpec(inputGetter func() ClusterInput) {
 	It("restarts an API server on the same port with its data", func(ctx SpecContext) {
 		in := inputGetter()
@@ -214,6 +215,30 @@ func APIServerRestartSpec(inputGetter func() ClusterInput) {
 		nodesAfter, err := fresh.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(nodesAfter.Items).To(HaveLen(len(nodesBefore.Items)))
+
+		// The whole cluster works again at once, not only its API server: a Job created now gets a
+		// running pod within the short wait (no controller left in client-go's backoff after being
+		// refused while the API server's authorizer warmed up).
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "after-restart"},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{lab.RunTimeAnnotation: "1h"}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers: []corev1.Container{{Name: "main", Image: "registry.example/trainer:v1",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+				},
+			}},
+		}
+		_, err = fresh.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			pods, err := fresh.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods.Items).To(HaveLen(1), "the job controller created no pod")
+			g.Expect(pods.Items[0].Status.Phase).To(Equal(corev1.PodRunning), "pod %s on node %q", pods.Items[0].Name, pods.Items[0].Spec.NodeName)
+		}).WithContext(ctx).WithTimeout(waitShort).WithPolling(poll).Should(Succeed())
 	}, SpecTimeout(waitLong))
 }
 

@@ -9,6 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/fleetq/fleetq/e2e/lab"
 )
 
@@ -54,6 +58,12 @@ func (c *cluster) Resume(ctx context.Context) error {
 
 // RestartAPIServer stops the API server if it runs (frozen or not) and starts it again with the same
 // flags: same port, same etcd, so the same data. It returns once /readyz answers.
+//
+// Once it is ready, the cluster's other control-plane processes (controller-manager, scheduler,
+// kwok) are restarted too. A real cluster's load balancer sends nothing to an API server before it
+// is ready; here they reach it the moment its port opens, are told "forbidden" while its RBAC
+// caches fill, and client-go then backs off for a minute or more (and the job controller refuses to
+// act on a pod cache older than its own writes), so new Jobs would create no pods for minutes.
 func (c *cluster) RestartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -71,7 +81,23 @@ func (c *cluster) RestartAPIServer(ctx context.Context) error {
 	if err := c.waitAPIReady(ctx, apiReadyTimeout); err != nil {
 		return err
 	}
-	c.lab.progress(c.spec.Name, "kube-apiserver restarted at %s", c.server)
+	if err := c.waitAuthorizing(ctx); err != nil {
+		return err
+	}
+	for _, name := range c.order {
+		if name == lab.Etcd || name == lab.KubeAPIServer {
+			continue
+		}
+		q := c.procs[name]
+		if err := q.Stop(ctx, stopGrace); err != nil {
+			return err
+		}
+		if err := q.Start(c.lab.owned); err != nil {
+			return err
+		}
+	}
+	c.save()
+	c.lab.progress(c.spec.Name, "kube-apiserver restarted at %s, and the controllers after it", c.server)
 	return nil
 }
 
@@ -138,4 +164,29 @@ func poll(ctx context.Context, cond func() bool, failure string) error {
 		}
 	}
 	return nil
+}
+
+// waitAuthorizing waits until the API server authorizes the controller-manager: /readyz answers
+// while its RBAC caches are still filling, and until they are it refuses everyone outside
+// system:masters. Clusters without a controller-manager have nobody to wait for.
+func (c *cluster) waitAuthorizing(ctx context.Context) error {
+	if _, ok := c.procs[lab.KubeControllerManager]; !ok {
+		return nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.path("pki", "controller-manager.kubeconfig"))
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", c.spec.Name, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", c.spec.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiReadyTimeout)
+	defer cancel()
+	return c.proc(lab.KubeAPIServer).WaitFor(ctx, "authorizing the controller-manager", func(ctx context.Context) bool {
+		probeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := cs.CoreV1().Pods("").List(probeCtx, metav1.ListOptions{Limit: 1})
+		return err == nil
+	})
 }
