@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -304,5 +305,67 @@ func TestJobForIsTheSameForBothSystems(t *testing.T) {
 	}
 	if q := j.Spec.Template.Spec.Containers[0].Resources.Limits[lab.GPUResource]; q.Value() != 1 {
 		t.Errorf("GPU limit = %v, want the request", q)
+	}
+}
+
+func TestKueueWebhooksKeptAndCalledByURL(t *testing.T) {
+	dir := t.TempDir()
+	manifests := `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: mutating-webhook-configuration
+webhooks:
+- name: mclusterqueue.kb.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /mutate-kueue-x-k8s-io-v1beta2-clusterqueue}
+- name: mpod.kb.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /mutate--v1-pod}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validating-webhook-configuration
+webhooks:
+- name: vjob.kb.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /validate-batch-v1-job}
+`
+	path := filepath.Join(dir, "config", "components", "webhook")
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "manifests.yaml"), []byte(manifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := (&Kueue{ModuleDir: dir}).webhookConfigurations("https://127.0.0.1:9443", []byte("CA"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		switch cfg := o.(type) {
+		case *admissionv1.MutatingWebhookConfiguration:
+			for _, h := range cfg.Webhooks {
+				got = append(got, cfg.Name+" "+h.Name+" "+*h.ClientConfig.URL+" "+string(h.ClientConfig.CABundle))
+			}
+		case *admissionv1.ValidatingWebhookConfiguration:
+			for _, h := range cfg.Webhooks {
+				got = append(got, cfg.Name+" "+h.Name+" "+*h.ClientConfig.URL+" "+string(h.ClientConfig.CABundle))
+			}
+		}
+	}
+	want := []string{
+		"kueue-mutating-webhook-configuration mclusterqueue.kb.io https://127.0.0.1:9443/mutate-kueue-x-k8s-io-v1beta2-clusterqueue CA",
+		"kueue-validating-webhook-configuration vjob.kb.io https://127.0.0.1:9443/validate-batch-v1-job CA",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("webhooks (-want +got):\n%s", diff)
 	}
 }

@@ -277,6 +277,13 @@ func (k *Kueue) webhookConfigurations(url string, caBundle []byte) ([]client.Obj
 	keep := func(p *string) bool {
 		return p != nil && (strings.Contains(*p, "-kueue-x-k8s-io-") || strings.HasSuffix(*p, "-batch-v1-job"))
 	}
+	byURL := func(cc *admissionv1.WebhookClientConfig) bool {
+		if cc.Service == nil || !keep(cc.Service.Path) {
+			return false
+		}
+		*cc = admissionv1.WebhookClientConfig{URL: ptr.To(url + *cc.Service.Path), CABundle: caBundle}
+		return true
+	}
 	var out []client.Object
 	for _, u := range objs {
 		data, err := u.MarshalJSON()
@@ -290,15 +297,7 @@ func (k *Kueue) webhookConfigurations(url string, caBundle []byte) ([]client.Obj
 				return nil, err
 			}
 			cfg.Name = "kueue-" + cfg.Name
-			var hooks []admissionv1.MutatingWebhook
-			for _, h := range cfg.Webhooks {
-				if h.ClientConfig.Service == nil || !keep(h.ClientConfig.Service.Path) {
-					continue
-				}
-				h.ClientConfig = admissionv1.WebhookClientConfig{URL: ptr.To(url + *h.ClientConfig.Service.Path), CABundle: caBundle}
-				hooks = append(hooks, h)
-			}
-			cfg.Webhooks = hooks
+			cfg.Webhooks = keepHooks(cfg.Webhooks, func(h *admissionv1.MutatingWebhook) bool { return byURL(&h.ClientConfig) })
 			out = append(out, cfg)
 		case "ValidatingWebhookConfiguration":
 			cfg := &admissionv1.ValidatingWebhookConfiguration{}
@@ -306,15 +305,7 @@ func (k *Kueue) webhookConfigurations(url string, caBundle []byte) ([]client.Obj
 				return nil, err
 			}
 			cfg.Name = "kueue-" + cfg.Name
-			var hooks []admissionv1.ValidatingWebhook
-			for _, h := range cfg.Webhooks {
-				if h.ClientConfig.Service == nil || !keep(h.ClientConfig.Service.Path) {
-					continue
-				}
-				h.ClientConfig = admissionv1.WebhookClientConfig{URL: ptr.To(url + *h.ClientConfig.Service.Path), CABundle: caBundle}
-				hooks = append(hooks, h)
-			}
-			cfg.Webhooks = hooks
+			cfg.Webhooks = keepHooks(cfg.Webhooks, func(h *admissionv1.ValidatingWebhook) bool { return byURL(&h.ClientConfig) })
 			out = append(out, cfg)
 		}
 	}
@@ -322,6 +313,17 @@ func (k *Kueue) webhookConfigurations(url string, caBundle []byte) ([]client.Obj
 		return nil, fmt.Errorf("kueue webhooks %s: want one mutating and one validating configuration, got %d objects", path, len(out))
 	}
 	return out, nil
+}
+
+// keepHooks keeps the webhooks for which keep (which may rewrite them) returns true.
+func keepHooks[H any](hooks []H, keep func(*H) bool) []H {
+	var out []H
+	for i := range hooks {
+		if keep(&hooks[i]) {
+			out = append(out, hooks[i])
+		}
+	}
+	return out
 }
 
 func pickPort() (int, error) {
