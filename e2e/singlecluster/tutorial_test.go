@@ -192,6 +192,50 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 		}
 	})
 
+	It("GPU section: an evicted A100 job stops, gets its template back, and runs again on A100 nodes", func(ctx SpecContext) {
+		job := createJob(ctx, "research", func(u *unstructured.Unstructured) {
+			u.SetName("a100-evicted")
+			u.SetLabels(map[string]string{kueue.QueueNameLabel: "gpu-queue"})
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			c := containers[0].(map[string]any)
+			c["resources"] = map[string]any{"requests": map[string]any{"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"}, "limits": map[string]any{"nvidia.com/gpu": "1"}}
+			Expect(unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")).To(Succeed())
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(runningPods(ctx, job)).To(Equal(2))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		// Deactivating the workload evicts it, the way a preemption does: the Job must stop even
+		// though its template carries the flavor's node selector and toleration.
+		setActive := func(active bool) {
+			wl, err := workloadOf(ctx, job)
+			Expect(err).NotTo(HaveOccurred())
+			orig := wl.DeepCopy()
+			wl.Spec.Active = ptr.To(active)
+			Expect(k8s.Patch(ctx, wl, client.MergeFrom(orig))).To(Succeed())
+		}
+		setActive(false)
+		Eventually(func(g Gomega) {
+			cur := &batchv1.Job{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), cur)).To(Succeed())
+			g.Expect(ptr.Deref(cur.Spec.Suspend, false)).To(BeTrue())
+			g.Expect(podsOf(ctx, job)).To(BeEmpty())
+			g.Expect(cur.Spec.Template.Spec.NodeSelector).NotTo(HaveKey("nvidia.com/gpu.product"), "the template is what the user wrote again")
+			wl, err := workloadOf(ctx, job)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(workload.HasQuotaReservation(wl)).To(BeFalse(), "its quota is released")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		setActive(true)
+		Eventually(func(g Gomega) {
+			g.Expect(runningPods(ctx, job)).To(Equal(2))
+			for _, p := range podsOf(ctx, job) {
+				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"))
+			}
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	})
+
 	It("GPU section: a suspended job's template is restored when it is preempted", func(ctx SpecContext) {
 		// The preempted research job was started once with default-flavor (no selector); its template
 		// is back to what the user wrote.

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -281,16 +282,15 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, job *batchv1.Jo
 	return nil
 }
 
-// stop suspends an evicted Job and restores its template; once its pods are gone it releases
-// the reservation and requeues the workload with backoff.
+// stop suspends an evicted Job, then restores its template, and once its pods are gone releases
+// the reservation and requeues the workload with backoff. The API server accepts a template change
+// only on a suspended Job that is not started (the job controller clears status.startTime once it
+// has suspended it), so suspending and restoring are two writes.
 func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job, wl *kueue.Workload) (reconcile.Result, error) {
 	reason, msg := evictionCause(wl)
 	if !ptr.Deref(job.Spec.Suspend, false) {
 		orig := job.DeepCopy()
 		job.Spec.Suspend = ptr.To(true)
-		if len(wl.Spec.PodSets) > 0 && !Dispatched(job) {
-			Restore(&job.Spec.Template, &wl.Spec.PodSets[0].Template)
-		}
 		if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("suspending job %s/%s: %w", job.Namespace, job.Name, err)
 		}
@@ -303,10 +303,35 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job
 		// start again while the workload is placed elsewhere.
 		return reconcile.Result{}, nil
 	}
-	if job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 {
-		return reconcile.Result{}, nil // the job controller is still removing pods; its status update brings us back
+	if job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 || (job.Status.StartTime != nil && !jobSuspendedCondition(job)) {
+		return reconcile.Result{}, nil // the job controller is still stopping it; its status update brings us back
+	}
+	if len(wl.Spec.PodSets) > 0 {
+		orig := job.DeepCopy()
+		Restore(&job.Spec.Template, &wl.Spec.PodSets[0].Template)
+		if !equality.Semantic.DeepEqual(orig.Spec.Template, job.Spec.Template) {
+			err := r.Client.Patch(ctx, job, client.MergeFrom(orig))
+			switch {
+			case apierrors.IsInvalid(err):
+				// An API server without mutable scheduling directives for suspended Jobs (before
+				// Kubernetes 1.35) keeps the template: the workload is requeued all the same.
+				log.Info("Template of the suspended job could not be restored", "error", err.Error())
+			case err != nil:
+				return reconcile.Result{}, fmt.Errorf("restoring the template of job %s/%s: %w", job.Namespace, job.Name, err)
+			}
+		}
 	}
 	return reconcile.Result{}, Requeue(ctx, r.Client, r.Clock, r.Config.RequeuingStrategy, wl)
+}
+
+// jobSuspendedCondition says whether the job controller has marked the Job suspended.
+func jobSuspendedCondition(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobSuspended {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // evictionCause is why a workload that holds quota must stop: its Evicted condition, or
