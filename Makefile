@@ -72,7 +72,7 @@ charts: ## Write the charts' generated files: CRDs from config/crd/bases, the ag
 	$(GO) run ./charts/sync
 
 # Benchmark knobs: make bench BENCH_RUNS=3 BENCH_SCALE=0.5 BENCH_FLAGS='--systems fleetq'. One run of the
-# three scenarios at full size takes ~30-45 min on 2 cores, most of it Kueue dispatching scenario (b)'s
+# three scenarios at full size took 45 min on 2 cores (Kueue already built), 20 of them Kueue dispatching scenario (b)'s
 # 1,000 jobs at ~1 workload/s; BENCH_RUNS=3 (medians with min–max) takes three times that.
 BENCH_RUNS ?= 1
 BENCH_SCALE ?= 1
