@@ -35,6 +35,15 @@ func createJob(ctx context.Context, namespace string, mutate ...func(*unstructur
 	return job
 }
 
+// oneGPU turns the tutorial's job into the GPU section's: queue gpu-queue, one GPU per pod.
+func oneGPU(u *unstructured.Unstructured) {
+	u.SetLabels(map[string]string{kueue.QueueNameLabel: "gpu-queue"})
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	c["resources"] = map[string]any{"requests": map[string]any{"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"}, "limits": map[string]any{"nvidia.com/gpu": "1"}}
+	Expect(unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")).To(Succeed())
+}
+
 // workloadOf reads the workload fleetq created for a job.
 func workloadOf(ctx context.Context, job *batchv1.Job) (*kueue.Workload, error) {
 	wl := &kueue.Workload{}

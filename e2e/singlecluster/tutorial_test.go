@@ -169,13 +169,7 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "gpu-queue"},
 			Spec:       kueue.LocalQueueSpec{ClusterQueue: "research-gpu-cq"},
 		})).To(Succeed())
-		job := createJob(ctx, "research", func(u *unstructured.Unstructured) {
-			u.SetLabels(map[string]string{kueue.QueueNameLabel: "gpu-queue"})
-			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-			c := containers[0].(map[string]any)
-			c["resources"] = map[string]any{"requests": map[string]any{"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"}, "limits": map[string]any{"nvidia.com/gpu": "1"}}
-			Expect(unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")).To(Succeed())
-		})
+		job := createJob(ctx, "research", oneGPU)
 		Eventually(func(g Gomega) {
 			g.Expect(admitted(ctx, job)).To(BeTrue())
 			g.Expect(runningPods(ctx, job)).To(Equal(2))
@@ -193,14 +187,7 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 	})
 
 	It("GPU section: an evicted A100 job stops, gets its template back, and runs again on A100 nodes", func(ctx SpecContext) {
-		job := createJob(ctx, "research", func(u *unstructured.Unstructured) {
-			u.SetName("a100-evicted")
-			u.SetLabels(map[string]string{kueue.QueueNameLabel: "gpu-queue"})
-			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-			c := containers[0].(map[string]any)
-			c["resources"] = map[string]any{"requests": map[string]any{"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"}, "limits": map[string]any{"nvidia.com/gpu": "1"}}
-			Expect(unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")).To(Succeed())
-		})
+		job := createJob(ctx, "research", oneGPU, func(u *unstructured.Unstructured) { u.SetName("a100-evicted") })
 		Eventually(func(g Gomega) {
 			g.Expect(runningPods(ctx, job)).To(Equal(2))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
