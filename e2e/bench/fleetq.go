@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +20,7 @@ import (
 	"github.com/fleetq/fleetq/config/crd"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/manager/setup"
 )
 
 // Fleetq runs fleetq's built fleetq-manager on the management cluster and one fleetq-agent per
@@ -72,7 +72,7 @@ func (f *Fleetq) clientConnection() config.ClientConnection {
 }
 
 func (f *Fleetq) Install(ctx context.Context, env *framework.Environment, s *Scenario, dir string) error {
-	port, err := freePort()
+	port, err := setup.FreePort()
 	if err != nil {
 		return err
 	}
@@ -176,13 +176,4 @@ func writeYAML(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-var portMu sync.Mutex
-
-// freePort picks a free loopback port for a webhook server.
-func freePort() (int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	return pickPort()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/e2e/manifest"
 	"github.com/fleetq/fleetq/internal/pki"
+	"github.com/fleetq/fleetq/manager/setup"
 )
 
 // KueueVersion is the release the tools module hack/tools/kueue pins.
@@ -175,7 +175,7 @@ func (k *Kueue) start(ctx context.Context, env *framework.Environment, cluster, 
 	if _, _, err := serving.WriteFiles(certDir, "tls"); err != nil {
 		return Proc{}, err
 	}
-	port, err := freePort()
+	port, err := setup.FreePort()
 	if err != nil {
 		return Proc{}, err
 	}
@@ -324,13 +324,4 @@ func keepHooks[H any](hooks []H, keep func(*H) bool) []H {
 		}
 	}
 	return out
-}
-
-func pickPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

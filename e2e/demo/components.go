@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/e2e/lab/process"
+	"github.com/fleetq/fleetq/manager/setup"
 )
 
 // Names of fleetq's processes in the lab's state file and of their logs.
@@ -211,7 +211,7 @@ func startComponent(ctx context.Context, dir string, c *Cluster, name string, op
 // leader-election timings so a restarted demo takes over at once, a short requeue backoff so a
 // preempted job is back in the queue within seconds.
 func managerConfig(dir string) (*config.Configuration, error) {
-	port, err := freePort()
+	port, err := setup.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("webhook port: %w", err)
 	}
@@ -272,14 +272,4 @@ func writeConfig(path string, cfg any) (string, error) {
 		return "", fmt.Errorf("config %s: %w", path, err)
 	}
 	return path, nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
