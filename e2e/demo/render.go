@@ -545,20 +545,7 @@ func pad(s string, n int) string {
 }
 
 // visible is the width of s without ANSI escapes.
-func visible(s string) int {
-	n, esc := 0, false
-	for _, r := range s {
-		switch {
-		case esc:
-			esc = r != 'm'
-		case r == '\x1b':
-			esc = true
-		default:
-			n++
-		}
-	}
-	return n
-}
+func visible(s string) int { return runes(stripANSI(s)) }
 
 // padRight pads a possibly coloured s to n visible columns.
 func padRight(s string, n int) string {
