@@ -16,7 +16,8 @@ import (
 // team and GPU model.
 type quota struct{ nominal, limit int64 }
 
-func demoQuotas(t *testing.T) map[string]quota {
+// demoObjects parses the manifests the demo applies for workers us-east and eu-west.
+func demoObjects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	raw, err := Manifests([]string{"us-east", "eu-west"})
 	if err != nil {
@@ -26,6 +27,12 @@ func demoQuotas(t *testing.T) map[string]quota {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objs
+}
+
+func demoQuotas(t *testing.T) map[string]quota {
+	t.Helper()
+	objs := demoObjects(t)
 	out := map[string]quota{}
 	for _, o := range objs {
 		if o.GetKind() != "ClusterQueue" {
@@ -51,14 +58,7 @@ func demoQuotas(t *testing.T) map[string]quota {
 }
 
 func TestManifests(t *testing.T) {
-	raw, err := Manifests([]string{"us-east", "eu-west"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := manifest.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := demoObjects(t)
 	var got []string
 	for _, o := range objs {
 		got = append(got, o.GetKind()+"/"+o.GetName())
