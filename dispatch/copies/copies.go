@@ -138,7 +138,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		r.forget(key)
-		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, "", "")
+		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, "", "", "")
 	}
 	check, ok := r.multiKueueCheck(wl)
 	if !ok {
@@ -211,10 +211,11 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 		// Finished rather than run again.
 		return reconcile.Result{}, err
 	}
-	if err := r.removeCopies(ctx, name, wl.UID, cluster); err != nil {
+	jobName := jobNameOf(wl)
+	if err := r.removeCopies(ctx, name, jobName, wl.UID, cluster); err != nil {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
-	if gone, err := r.copiesGone(ctx, name, wl.UID, cluster); err != nil || !gone {
+	if gone, err := r.copiesGone(ctx, name, jobName, wl.UID, cluster); err != nil || !gone {
 		// Deletions in flight; the worker's watch events bring us back.
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
@@ -285,7 +286,7 @@ func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, clus
 
 // copiesGone confirms with the API server of the workload's worker (not a cache) that its copies
 // no longer exist; a lost worker counts as confirmed: its agent fenced them.
-func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, uid types.UID, cluster string) (bool, error) {
+func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, jobName string, uid types.UID, cluster string) (bool, error) {
 	if cluster == "" {
 		return true, nil
 	}
@@ -301,22 +302,58 @@ func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, 
 	} else if !apierrors.IsNotFound(err) {
 		return false, err
 	}
-	list := &batchv1.JobList{}
-	if err := w.Reader.List(ctx, list, client.InNamespace(name.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+	rjobs, err := r.jobCopies(ctx, w.Reader, name, jobName)
+	if err != nil {
 		return false, err
 	}
-	for _, j := range list.Items {
-		if j.Annotations[WorkloadNameAnnotation] == name.Name && j.Annotations[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
+	for _, j := range rjobs {
+		if j.Annotations[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
+// jobCopies reads the Job copies of a workload from a worker: by name when the workload's Job is
+// known (the copy has its name), else by listing this manager's copies in the namespace.
+func (r *Reconciler) jobCopies(ctx context.Context, reader client.Reader, wl types.NamespacedName, jobName string) ([]*batchv1.Job, error) {
+	var candidates []*batchv1.Job
+	if jobName != "" {
+		j := &batchv1.Job{}
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, j); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		candidates = append(candidates, j)
+	} else {
+		list := &batchv1.JobList{}
+		if err := reader.List(ctx, list, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			candidates = append(candidates, &list.Items[i])
+		}
+	}
+	var out []*batchv1.Job
+	for _, j := range candidates {
+		if j.Labels[kueue.MultiKueueOriginLabel] == r.Origin && j.Annotations[WorkloadNameAnnotation] == wl.Name {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// jobNameOf names the Job that owns a workload ("" when it has none).
+func jobNameOf(wl *kueue.Workload) string {
+	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == "Job" {
+		return ref.Name
+	}
+	return ""
+}
+
 // removeCopies deletes a workload's Workload and Job copies from every worker, only those that
 // carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
 // reached holds its copies until it is lost (its agent fenced them) or back (then they go).
-func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, uid types.UID, cluster string) error {
+func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, jobName string, uid types.UID, cluster string) error {
 	var errs *multierror.Error
 	for _, c := range r.Registry.Names() {
 		w, h := r.Registry.Get(c)
@@ -326,17 +363,14 @@ func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, 
 			}
 			continue
 		}
-		// The Job copy has the job's name; it names its workload in an annotation.
-		jobs := &batchv1.JobList{}
-		if err := w.Client.List(ctx, jobs, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+		rjobs, err := r.jobCopies(ctx, w.Client, wl, jobName)
+		if err != nil {
 			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
 			continue
 		}
 		objs := []client.Object{}
-		for i := range jobs.Items {
-			if jobs.Items[i].Annotations[WorkloadNameAnnotation] == wl.Name {
-				objs = append(objs, &jobs.Items[i])
-			}
+		for _, j := range rjobs {
+			objs = append(objs, j)
 		}
 		rwl := &kueue.Workload{}
 		if err := w.Client.Get(ctx, wl, rwl); err == nil {
