@@ -58,8 +58,9 @@ type Configuration struct {
 	// Integrations lists the job kinds the manager manages.
 	Integrations Integrations `json:"integrations,omitempty"`
 
-	// RequeuingStrategy is the backoff applied to a workload evicted (preempted or lost with its
-	// worker) before it queues again.
+	// RequeuingStrategy is the backoff applied to a workload evicted for a cause that may repeat
+	// (rejected or lost by its worker, pods not ready) before it queues again; a preempted
+	// workload queues again at once, behind the workloads that waited.
 	RequeuingStrategy RequeuingStrategy `json:"requeuingStrategy,omitempty"`
 
 	// FairSharing turns on dominant-resource-share ordering and preemption between ClusterQueues of a

@@ -344,7 +344,8 @@ func evictionCause(wl *kueue.Workload) (reason, msg string) {
 }
 
 // Requeue releases a stopped workload's reservation (its job has no pods left anywhere) and
-// queues it again after its backoff, or deactivates it when it was requeued too often.
+// queues it again: at once after a preemption, else after its backoff, or deactivates it when it
+// was requeued too often.
 func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq config.RequeuingStrategy, wl *kueue.Workload) error {
 	reason, msg := evictionCause(wl)
 	orig := wl.DeepCopy()
@@ -355,6 +356,13 @@ func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq co
 	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, ReasonPending, "Quota released: "+msg, now)
 	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionFalse, ReasonPending, "The workload was evicted: "+msg, now)
 	if !workload.IsActive(wl) {
+		return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	}
+	if !BacksOff(reason) {
+		// Admission is decided by quota alone, so a preempted workload may queue again at once:
+		// it is admitted only when there is room, and it queues behind the workloads that waited
+		// (its queue order is the time of its eviction), as Kueue does.
+		workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason, "Queued again: "+msg, now)
 		return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 	}
 	rs := wl.Status.RequeueState
@@ -379,6 +387,17 @@ func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq co
 	workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason,
 		fmt.Sprintf("Queued again after %s of backoff (eviction %d): %s", delay, count, msg), now)
 	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// BacksOff reports whether an eviction for reason waits out the requeuing backoff: a worker
+// that rejected or lost the workload, or pods that did not become ready, may do so again if it
+// is retried at once; a preemption only says that someone else needed the quota.
+func BacksOff(reason string) bool {
+	switch reason {
+	case kueue.WorkloadEvictedByPreemption, kueue.WorkloadEvictedByClusterQueueStopped, kueue.WorkloadEvictedByLocalQueueStopped:
+		return false
+	}
+	return true
 }
 
 // Backoff is the requeue delay after the n-th eviction: base × 2^(n-1), at most max.
