@@ -608,19 +608,29 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 		r.pendingSince[key] = since
 	}
 	r.mu.Unlock()
+	waited := r.Clock.Since(since)
 	msg := fmt.Sprintf("Dispatched to worker %s, waiting for its agent to start it", cluster)
 	if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
 		msg = fmt.Sprintf("Dispatched to worker %s, which cannot start it yet: %s", cluster, c.Message)
-		if r.Clock.Since(since) >= r.RejectAfter {
+		if waited >= r.RejectAfter {
 			metrics.DispatchRejected(cluster, metrics.RejectedNotStarted)
 			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s could not start it within %s: %s", cluster, r.RejectAfter, c.Message))
 		}
 	}
+	if waited < PendingNoticeAfter {
+		// Most copies start within a moment: the check's message (one more status write per
+		// dispatch) is worth writing only when the wait is long enough for someone to look.
+		return reconcile.Result{RequeueAfter: PendingNoticeAfter - waited + time.Millisecond}, nil
+	}
 	if err := r.setCheck(ctx, wl, check, kueue.CheckStatePending, msg); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.RejectAfter - r.Clock.Since(since) + time.Millisecond}, nil
+	return reconcile.Result{RequeueAfter: r.RejectAfter - waited + time.Millisecond}, nil
 }
+
+// PendingNoticeAfter is how long a copy may wait for its worker's agent before the admission
+// check says why it waits.
+const PendingNoticeAfter = 2 * time.Second
 
 // setCheck sets the MultiKueue check's state, and the Admitted condition when every check is
 // Ready, in one status patch; it writes nothing when both already say so.
