@@ -61,6 +61,9 @@ type Scheduler struct {
 	// Placer, when set, must find a worker for admissions in ClusterQueues with a MultiKueue
 	// check before their quota is reserved (see package dispatch).
 	Placer Placer
+
+	throttleOnce sync.Once
+	throttle     *pendingThrottle
 }
 
 // Placer picks the worker cluster an admission runs on, or explains why none has room; ok with
@@ -206,6 +209,7 @@ func (s *Scheduler) admit(ctx context.Context, d engine.Decision, ewl *engine.Wo
 	log := s.Log.WithValues("workload", d.Workload, "clusterQueue", d.ClusterQueue)
 	err := s.writeAdmission(ctx, d, p)
 	if err == nil {
+		s.pendingThrottle().forget(d.Workload)
 		log.V(2).Info("Admitted", "borrows", d.Borrows, "cluster", p.cluster)
 		return true
 	}
@@ -302,11 +306,25 @@ func (s *Scheduler) evict(ctx context.Context, preemptor string, v engine.Victim
 	return nil
 }
 
-// pending records why a workload waits, writing only when the message changed.
+// pending records why a workload waits, writing only when the message changed, and a changed
+// message with the same reason at most once per PendingRefresh.
 func (s *Scheduler) pending(ctx context.Context, key string, reason engine.PendingReason, message string) {
-	if err := SetPending(ctx, s.Client, s.Clock, key, string(reasonFor(reason)), message); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		s.Log.V(1).Info("Pending condition not written", "workload", key, "error", err.Error())
-	}
+	s.pendingThrottle().set(ctx, key, string(reasonFor(reason)), message)
+}
+
+func (s *Scheduler) pendingThrottle() *pendingThrottle {
+	s.throttleOnce.Do(func() {
+		clk, ok := s.Clock.(clock.WithDelayedExecution)
+		if !ok {
+			clk = clock.RealClock{}
+		}
+		s.throttle = newPendingThrottle(clk, func(ctx context.Context, key, reason, message string) {
+			if err := SetPending(ctx, s.Client, s.Clock, key, reason, message); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				s.Log.V(1).Info("Pending condition not written", "workload", key, "error", err.Error())
+			}
+		})
+	})
+	return s.throttle
 }
 
 func reasonFor(r engine.PendingReason) string {

@@ -1,0 +1,111 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// PendingRefresh is how often a pending workload's message may be rewritten while its reason
+// stays the same. Messages carry numbers (available, used) that change with every admission
+// nearby; writing each change cost several status patches per workload in a burst, for figures
+// nobody reads between two looks.
+const PendingRefresh = 5 * time.Second
+
+// pendingThrottle spaces out the writes of pending messages per workload: a new reason is
+// written at once; a new message with the same reason waits until PendingRefresh has passed
+// since the last write, and then the latest message is written, so the condition always ends up
+// saying what the last cycle decided.
+type pendingThrottle struct {
+	clock clock.WithDelayedExecution
+	write func(ctx context.Context, key, reason, message string)
+
+	mu        sync.Mutex
+	last      map[string]*pendingWrite
+	lastSweep time.Time
+}
+
+// pendingWrite is the last write for one workload, and the message waiting to follow it.
+type pendingWrite struct {
+	at                  time.Time
+	reason              string
+	nextReason, nextMsg string
+	timer               clock.Timer
+}
+
+func newPendingThrottle(clk clock.WithDelayedExecution, write func(ctx context.Context, key, reason, message string)) *pendingThrottle {
+	return &pendingThrottle{clock: clk, write: write, last: map[string]*pendingWrite{}}
+}
+
+// set writes (or schedules) a pending reason and message for key.
+func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) {
+	now := t.clock.Now()
+	t.mu.Lock()
+	t.sweep(now)
+	p := t.last[key]
+	if p != nil && p.reason == reason && now.Sub(p.at) < PendingRefresh {
+		p.nextReason, p.nextMsg = reason, message
+		if p.timer == nil {
+			// In its own goroutine: a fake clock runs the function under its lock.
+			p.timer = t.clock.AfterFunc(PendingRefresh-now.Sub(p.at), func() { go t.flush(ctx, key) })
+		}
+		t.mu.Unlock()
+		return
+	}
+	if p == nil {
+		p = &pendingWrite{}
+		t.last[key] = p
+	}
+	p.at, p.reason = now, reason
+	p.nextReason, p.nextMsg = "", ""
+	t.mu.Unlock()
+	t.write(ctx, key, reason, message)
+}
+
+// flush writes the message that waited for its turn.
+func (t *pendingThrottle) flush(ctx context.Context, key string) {
+	t.mu.Lock()
+	p := t.last[key]
+	if p == nil || p.nextReason == "" {
+		if p != nil {
+			p.timer = nil
+		}
+		t.mu.Unlock()
+		return
+	}
+	reason, message := p.nextReason, p.nextMsg
+	p.at, p.reason, p.nextReason, p.nextMsg, p.timer = t.clock.Now(), reason, "", "", nil
+	t.mu.Unlock()
+	if ctx.Err() == nil {
+		t.write(ctx, key, reason, message)
+	}
+}
+
+// forget drops what is known of key (admitted, deleted): its next pending reason is written at
+// once, and a message waiting for its turn is not written.
+func (t *pendingThrottle) forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.last[key]; p != nil {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		delete(t.last, key)
+	}
+}
+
+// sweep drops entries that can no longer hold a write back, once the map has grown, at most once
+// per PendingRefresh; t.mu held.
+func (t *pendingThrottle) sweep(now time.Time) {
+	if len(t.last) < 4096 || now.Sub(t.lastSweep) < PendingRefresh {
+		return
+	}
+	t.lastSweep = now
+	for k, p := range t.last {
+		if p.timer == nil && now.Sub(p.at) >= PendingRefresh {
+			delete(t.last, k)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// writeLog records the pending writes a throttle makes.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (l *writeLog) write(_ context.Context, key, reason, message string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes = append(l.writes, key+" "+reason+": "+message)
+}
+
+func (l *writeLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.writes
+	l.writes = nil
+	return out
+}
+
+func TestPendingThrottle(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	log := &writeLog{}
+	th := newPendingThrottle(clk, log.write)
+	// expect waits for the wanted writes (held-back ones are written from a timer's goroutine),
+	// then a moment more for any unwanted one.
+	expect := func(step string, want ...string) {
+		t.Helper()
+		var got []string
+		for deadline := time.Now().Add(5 * time.Second); len(got) < len(want) && time.Now().Before(deadline); {
+			got = append(got, log.take()...)
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		got = append(got, log.take()...)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: writes (-want +got):\n%s", step, diff)
+		}
+	}
+
+	th.set(ctx, "ns/a", "Pending", "available 3")
+	expect("first message", "ns/a Pending: available 3")
+
+	clk.Step(time.Second)
+	th.set(ctx, "ns/a", "Pending", "available 2")
+	th.set(ctx, "ns/a", "Pending", "available 1")
+	expect("same reason within the refresh")
+
+	th.set(ctx, "ns/b", "Pending", "available 1")
+	expect("another workload is not held back", "ns/b Pending: available 1")
+
+	clk.Step(PendingRefresh - time.Second)
+	expect("refresh over: the latest message", "ns/a Pending: available 1")
+
+	th.set(ctx, "ns/a", "Inadmissible", "LocalQueue missing")
+	expect("a new reason at once", "ns/a Inadmissible: LocalQueue missing")
+
+	clk.Step(PendingRefresh)
+	expect("nothing held back, nothing written")
+	th.set(ctx, "ns/a", "Inadmissible", "LocalQueue still missing")
+	expect("refresh over: at once", "ns/a Inadmissible: LocalQueue still missing")
+
+	th.set(ctx, "ns/a", "Inadmissible", "held back")
+	th.forget("ns/a")
+	clk.Step(PendingRefresh)
+	expect("forgotten (admitted): the held-back message is dropped")
+	th.set(ctx, "ns/a", "Inadmissible", "after admission and eviction")
+	expect("forgotten: the next message at once", "ns/a Inadmissible: after admission and eviction")
+}
