@@ -355,15 +355,18 @@ func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq co
 	wl.Status.AdmissionChecks = nil
 	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, ReasonPending, "Quota released: "+msg, now)
 	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionFalse, ReasonPending, "The workload was evicted: "+msg, now)
-	if !workload.IsActive(wl) {
+	patchStatus := func() error {
 		return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	}
+	if !workload.IsActive(wl) {
+		return patchStatus()
 	}
 	if !BacksOff(reason) {
 		// Admission is decided by quota alone, so a preempted workload may queue again at once:
 		// it is admitted only when there is room, and it queues behind the workloads that waited
 		// (its queue order is the time of its eviction), as Kueue does.
 		workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason, "Queued again: "+msg, now)
-		return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		return patchStatus()
 	}
 	rs := wl.Status.RequeueState
 	if rs == nil {
@@ -373,8 +376,8 @@ func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq co
 	if limit := rq.BackoffLimitCount; limit != nil && count > *limit {
 		workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionFalse, kueue.WorkloadRequeuingLimitExceeded,
 			fmt.Sprintf("Evicted %d times, more than requeuingStrategy.backoffLimitCount (%d); set spec.active: true to try again", count, *limit), now)
-		if err := c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
+		if err := patchStatus(); err != nil {
+			return err
 		}
 		deact := wl.DeepCopy()
 		wl.Spec.Active = ptr.To(false)
@@ -386,7 +389,7 @@ func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq co
 	wl.Status.RequeueState = rs
 	workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason,
 		fmt.Sprintf("Queued again after %s of backoff (eviction %d): %s", delay, count, msg), now)
-	return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return patchStatus()
 }
 
 // BacksOff reports whether an eviction for reason waits out the requeuing backoff: a worker
