@@ -27,12 +27,14 @@ type pendingThrottle struct {
 	lastSweep time.Time
 }
 
-// pendingWrite is the last write for one workload, and the message waiting to follow it.
+// pendingWrite is the last write for one workload, and the message (same reason) waiting to
+// follow it while timer is armed.
 type pendingWrite struct {
-	at                  time.Time
-	reason              string
-	nextReason, nextMsg string
-	timer               clock.Timer
+	at      time.Time
+	reason  string
+	held    string
+	holding bool
+	timer   clock.Timer
 }
 
 func newPendingThrottle(clk clock.WithDelayedExecution, write func(ctx context.Context, key, reason, message string)) *pendingThrottle {
@@ -46,7 +48,7 @@ func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) 
 	t.sweep(now)
 	p := t.last[key]
 	if p != nil && p.reason == reason && now.Sub(p.at) < PendingRefresh {
-		p.nextReason, p.nextMsg = reason, message
+		p.held, p.holding = message, true
 		if p.timer == nil {
 			// In its own goroutine: a fake clock runs the function under its lock.
 			p.timer = t.clock.AfterFunc(PendingRefresh-now.Sub(p.at), func() { go t.flush(ctx, key) })
@@ -58,8 +60,7 @@ func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) 
 		p = &pendingWrite{}
 		t.last[key] = p
 	}
-	p.at, p.reason = now, reason
-	p.nextReason, p.nextMsg = "", ""
+	p.at, p.reason, p.held, p.holding = now, reason, "", false
 	t.mu.Unlock()
 	t.write(ctx, key, reason, message)
 }
@@ -68,15 +69,15 @@ func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) 
 func (t *pendingThrottle) flush(ctx context.Context, key string) {
 	t.mu.Lock()
 	p := t.last[key]
-	if p == nil || p.nextReason == "" {
+	if p == nil || !p.holding {
 		if p != nil {
 			p.timer = nil
 		}
 		t.mu.Unlock()
 		return
 	}
-	reason, message := p.nextReason, p.nextMsg
-	p.at, p.reason, p.nextReason, p.nextMsg, p.timer = t.clock.Now(), reason, "", "", nil
+	reason, message := p.reason, p.held
+	p.at, p.held, p.holding, p.timer = t.clock.Now(), "", false, nil
 	t.mu.Unlock()
 	if ctx.Err() == nil {
 		t.write(ctx, key, reason, message)
