@@ -209,7 +209,7 @@ func startComponent(ctx context.Context, dir string, c *Cluster, name string, op
 // managerConfig is fleetq-manager's configuration for the lab: webhooks on a free loopback port the
 // API server calls by URL, no metrics or probe ports (several components share this machine), short
 // leader-election timings so a restarted demo takes over at once, a short requeue backoff so a
-// preempted job is back in the queue within seconds.
+// job its worker rejected is back in the queue within seconds (a preempted one is at once).
 func managerConfig(dir string) (*config.Configuration, error) {
 	port, err := setup.FreePort()
 	if err != nil {
