@@ -171,7 +171,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("workload %s in worker %s: %w", key, cluster, err)
 	}
-	res, err := r.follow(ctx, wl, check, cluster, remote)
+	res, err := r.follow(ctx, wl, check, w, remote)
 	if err != nil {
 		return res, err
 	}
@@ -577,8 +577,8 @@ func (r *Reconciler) remoteWorkload(wl *kueue.Workload, rjob *batchv1.Job, polic
 }
 
 // follow turns the worker's verdict on its copy into the admission check.
-func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, cluster string, remote *kueue.Workload) (reconcile.Result, error) {
-	key := workload.Key(wl)
+func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, w *registry.Worker, remote *kueue.Workload) (reconcile.Result, error) {
+	key, cluster := workload.Key(wl), w.Name
 	if ev := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
 		metrics.DispatchRejected(cluster, metrics.RejectedEvicted)
 		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s evicted its copy (%s): %s", cluster, ev.Reason, ev.Message))
@@ -610,12 +610,24 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 	r.mu.Unlock()
 	waited := r.Clock.Since(since)
 	msg := fmt.Sprintf("Dispatched to worker %s, waiting for its agent to start it", cluster)
-	if c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
+	c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved)
+	switch {
+	case c != nil && c.Status == metav1.ConditionFalse:
 		msg = fmt.Sprintf("Dispatched to worker %s, which cannot start it yet: %s", cluster, c.Message)
 		if waited >= r.RejectAfter {
 			metrics.DispatchRejected(cluster, metrics.RejectedNotStarted)
 			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s could not start it within %s: %s", cluster, r.RejectAfter, c.Message))
 		}
+	case c == nil && waited >= r.WorkerLostTimeout:
+		// No verdict at all: the agent is down while its API server answers. Its Job copy is
+		// still suspended (an agent writes the admission before it unsuspends), so the
+		// workload can go elsewhere; the worker takes no more until its agent reports again.
+		if silent, err := r.untouched(ctx, w, remote); err != nil || !silent {
+			return reconcile.Result{RequeueAfter: time.Second}, err
+		}
+		metrics.DispatchRejected(cluster, metrics.RejectedAgentSilent)
+		r.Book.Silent(cluster)
+		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s's agent did not take up the copy within workerLostTimeout (%s): is fleetq-agent running there? Placing it elsewhere", cluster, r.WorkerLostTimeout))
 	}
 	if waited < PendingNoticeAfter {
 		// Most copies start within a moment: the check's message (one more status write per
@@ -625,7 +637,21 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 	if err := r.setCheck(ctx, wl, check, kueue.CheckStatePending, msg); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.RejectAfter - waited + time.Millisecond}, nil
+	deadline := r.RejectAfter
+	if c == nil {
+		deadline = r.WorkerLostTimeout
+	}
+	return reconcile.Result{RequeueAfter: max(deadline-waited, 0) + time.Millisecond}, nil
+}
+
+// untouched re-reads a copy from its worker's API server, past the cache, to be sure its agent
+// wrote no verdict before the workload is taken back for that.
+func (r *Reconciler) untouched(ctx context.Context, w *registry.Worker, remote *kueue.Workload) (bool, error) {
+	cur := &kueue.Workload{}
+	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(remote), cur); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return cur.UID == remote.UID && meta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadQuotaReserved) == nil, nil
 }
 
 // PendingNoticeAfter is how long a copy may wait for its worker's agent before the admission

@@ -26,6 +26,9 @@ type Book struct {
 	reports map[string]*report
 	// assumed are placements made since the worker's report last accounted them.
 	assumed map[string]*assumption
+	// silent holds workers whose agent left a copy untouched, with the update time of their
+	// report then; a report written after it shows the agent is back.
+	silent map[string]time.Time
 }
 
 type report struct {
@@ -54,7 +57,7 @@ type assumption struct {
 
 // NewBook returns an empty book.
 func NewBook() *Book {
-	return &Book{reports: map[string]*report{}, assumed: map[string]*assumption{}}
+	return &Book{reports: map[string]*report{}, assumed: map[string]*assumption{}, silent: map[string]time.Time{}}
 }
 
 // SetReport records a worker's capacity report; older revisions are ignored. Assumptions the
@@ -80,6 +83,9 @@ func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
 		r.nodes = append(r.nodes, nd)
 	}
 	b.reports[cluster] = r
+	if t, ok := b.silent[cluster]; ok && r.updated.After(t) {
+		delete(b.silent, cluster)
+	}
 	for key, a := range b.assumed {
 		if a.cluster == cluster && !a.admittedAt.IsZero() && r.updated.After(a.admittedAt) {
 			delete(b.assumed, key)
@@ -92,6 +98,7 @@ func (b *Book) RemoveCluster(cluster string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.reports, cluster)
+	delete(b.silent, cluster)
 	for key, a := range b.assumed {
 		if a.cluster == cluster {
 			delete(b.assumed, key)
@@ -111,6 +118,17 @@ func (b *Book) Admitted(key string, t time.Time) {
 	a.admittedAt = t
 	if r, ok := b.reports[a.cluster]; ok && r.updated.After(t) {
 		delete(b.assumed, key)
+	}
+}
+
+// Silent takes a worker out of placement because its agent left a copy untouched (no verdict)
+// for too long: a worker whose agent is down would otherwise take every workload whose
+// placement its stale report allows. The next report the agent writes puts it back.
+func (b *Book) Silent(cluster string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.reports[cluster]; ok {
+		b.silent[cluster] = r.updated
 	}
 }
 
@@ -170,6 +188,11 @@ func (b *Book) Place(req Request) (Decision, bool) {
 		}
 		if r.fenced {
 			clauses = append(clauses, fmt.Sprintf("%s: agent fenced (lost contact with this manager)", c.Cluster))
+			continue
+		}
+		if _, silent := b.silent[c.Cluster]; silent {
+			clauses = append(clauses, fmt.Sprintf("%s: its agent left a copy untouched and has not reported since %s (is fleetq-agent running there?)",
+				c.Cluster, r.updated.UTC().Format(time.RFC3339)))
 			continue
 		}
 		nodes := b.freeNodes(c.Cluster, r)

@@ -159,3 +159,36 @@ func TestOlderReportIgnoredAndForget(t *testing.T) {
 		t.Fatal("after Forget the node is free again")
 	}
 }
+
+func TestSilentWorkerSkippedUntilItsAgentReportsAgain(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
+	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	b.Silent("us-east")
+	d, ok := b.Place(gpuRequest("ns/a", "a100", 1, 8, usable("us-east", "us-west")...))
+	if !ok || d.Cluster != "us-west" {
+		t.Fatalf("a silent worker is skipped: got %q, %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+	if !strings.Contains(d.Explanation, "us-east: its agent left a copy untouched and has not reported since 1970-01-01T00:16:40Z (is fleetq-agent running there?)") {
+		t.Fatalf("explanation does not say why us-east was skipped: %s", d.Explanation)
+	}
+	b.Forget("ns/a")
+	// A report with the same update time (a re-read of the old one) does not bring it back...
+	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
+	if d, _ := b.Place(gpuRequest("ns/b", "a100", 1, 8, usable("us-east")...)); d.Cluster != "" {
+		t.Fatalf("the old report must not end the silence: placed on %s", d.Cluster)
+	}
+	// ...one the agent wrote after it does.
+	b.SetReport("us-east", gpuReport(1, t0.Add(30*time.Second), "a100", 8))
+	if d, ok := b.Place(gpuRequest("ns/c", "a100", 1, 8, usable("us-east")...)); !ok || d.Cluster != "us-east" {
+		t.Fatalf("a fresh report puts us-east back: %s", d.Explanation)
+	}
+	// Silence is forgotten with the worker.
+	b.Silent("us-east")
+	b.RemoveCluster("us-east")
+	b.SetReport("us-east", gpuReport(1, t0.Add(30*time.Second), "a100", 8))
+	if _, ok := b.Place(gpuRequest("ns/d", "a100", 1, 8, usable("us-east")...)); !ok {
+		t.Fatal("a removed and re-added worker starts without the old silence")
+	}
+}

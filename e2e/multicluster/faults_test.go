@@ -56,6 +56,16 @@ func onEast(ctx SpecContext, name string) *batchv1.Job {
 	return job
 }
 
+// stopAgent stops a worker's agent until the spec ends.
+func stopAgent(ctx SpecContext, worker string) {
+	Expect(agents[worker].Stop(ctx)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		if !agents[worker].Running() {
+			Expect(agents[worker].Restart(ctx)).To(Succeed())
+		}
+	})
+}
+
 var _ = Describe("Worker faults", Ordered, func() {
 	AfterEach(func(ctx SpecContext) {
 		cleanup(ctx)
@@ -134,5 +144,74 @@ var _ = Describe("Worker faults", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
 		AddReportEntry("dead API server: back → stale copy removed", time.Since(back).Round(time.Second).String())
 		watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
+	})
+	It("places a job elsewhere when its worker's agent is down, and sends that worker nothing until the agent reports again", func(ctx SpecContext) {
+		stopAgent(ctx, "us-east")
+		created := time.Now()
+		// us-east's last report says it has room, so the job goes there first.
+		job := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "agentless")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-east"}))
+			g.Expect(checkMessage(ctx, job)).To(Equal("Dispatched to worker us-east, waiting for its agent to start it"))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
+			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-west"}), "the untouched copy in us-east is deleted")
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		Expect(time.Since(created)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "taken back only after workerLostTimeout")
+		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(
+			"worker us-east's agent did not take up the copy within workerLostTimeout (15s): is fleetq-agent running there? Placing it elsewhere"))
+
+		// While its agent stays down, us-east gets nothing more, and the placement says why.
+		next := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "after-silence")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, next)).To(Equal("us-west"))
+			g.Expect(runningIn(ctx, "us-west", next)).To(Equal(1))
+			g.Expect(eventNotes(ctx, next, "Placed")).To(ContainElement(ContainSubstring("us-east: its agent left a copy untouched and has not reported since")))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(watcher.Clusters(next.Namespace + "/" + next.Name)).To(Equal([]string{"us-west"}))
+
+		// Its agent back, us-east reports again and takes the next job.
+		Expect(agents["us-east"].Restart(ctx)).To(Succeed())
+		back := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "agent-back")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, back)).To(Equal("us-east"))
+			g.Expect(runningIn(ctx, "us-east", back)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("places a job elsewhere when its worker cannot start the copy its stale report made room for", func(ctx SpecContext) {
+		// Pods outside fleetq take us-east's GPUs while its agent is down, so its report still
+		// shows them free when the job is placed.
+		stopAgent(ctx, "us-east")
+		squatters := squat(ctx, "us-east")
+		DeferCleanup(func(ctx SpecContext) {
+			for _, p := range squatters {
+				Expect(client.IgnoreNotFound(env.Cluster("us-east").Client().Delete(ctx, p))).To(Succeed())
+			}
+		})
+		job := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "stale-report")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-east"}))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(agents["us-east"].Restart(ctx)).To(Succeed())
+		// The agent sees the nodes full and says so; the manager passes it on to the user.
+		Eventually(func(g Gomega) {
+			g.Expect(checkMessage(ctx, job)).To(HavePrefix("Dispatched to worker us-east, which cannot start it yet: "))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
+			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-west"}), "the copy us-east could not start is deleted")
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(HavePrefix("worker us-east could not start it within 15s: ")))
+		Expect(podsIn(ctx, "us-east", job)).To(BeEmpty(), "the copy never started in us-east")
+		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))
+		for _, p := range squatters {
+			Expect(env.Cluster("us-east").Client().Delete(ctx, p)).To(Succeed())
+		}
 	})
 })

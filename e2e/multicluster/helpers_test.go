@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -149,4 +150,61 @@ func admissionMessage(ctx context.Context, job *batchv1.Job) string {
 
 func deleteJob(ctx context.Context, job *batchv1.Job) {
 	Expect(client.IgnoreNotFound(mgmt.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+}
+
+// checkMessage is the message of the workload's MultiKueue admission check.
+func checkMessage(ctx context.Context, job *batchv1.Job) string {
+	wl := workloadOf(ctx, job)
+	if wl == nil || len(wl.Status.AdmissionChecks) == 0 {
+		return ""
+	}
+	return wl.Status.AdmissionChecks[0].Message
+}
+
+// eventNotes lists the notes of the manager's events with the given reason about the job's
+// workload, oldest first.
+func eventNotes(ctx context.Context, job *batchv1.Job, reason string) []string {
+	wl := workloadOf(ctx, job)
+	if wl == nil {
+		return nil
+	}
+	list := &eventsv1.EventList{}
+	Expect(mgmt.List(ctx, list, client.InNamespace(job.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == wl.UID && e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// squat takes every GPU of a worker's A100 nodes with pods fleetq does not manage, bound to the
+// nodes directly (as a team running outside the queues would), and returns them.
+func squat(ctx context.Context, cluster string) []*corev1.Pod {
+	c := env.Cluster(cluster).Client()
+	nodes := &corev1.NodeList{}
+	Expect(c.List(ctx, nodes, client.MatchingLabels{lab.GPUProductLabel: lab.A100})).To(Succeed())
+	Expect(nodes.Items).NotTo(BeEmpty())
+	var pods []*corev1.Pod
+	for _, n := range nodes.Items {
+		gpus := n.Status.Allocatable[lab.GPUResource]
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "squat-" + n.Name},
+			Spec: corev1.PodSpec{
+				NodeName:    n.Name,
+				Tolerations: []corev1.Toleration{{Key: string(lab.GPUResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+				Containers: []corev1.Container{{
+					Name: "squat", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{lab.GPUResource: gpus},
+						Limits:   corev1.ResourceList{lab.GPUResource: gpus},
+					},
+				}},
+			},
+		}
+		Expect(c.Create(ctx, p)).To(Succeed())
+		pods = append(pods, p)
+	}
+	return pods
 }

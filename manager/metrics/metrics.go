@@ -46,6 +46,8 @@ const (
 	RejectedEvicted = "EvictedByWorker"
 	// RejectedNotStarted: the agent did not start the copy within the dispatch timeout.
 	RejectedNotStarted = "NotStarted"
+	// RejectedAgentSilent: the worker's agent wrote no verdict on the copy within workerLostTimeout.
+	RejectedAgentSilent = "AgentSilent"
 	// RejectedWorkerLost: the worker stayed unreachable longer than workerLostTimeout.
 	RejectedWorkerLost = "WorkerLost"
 )
