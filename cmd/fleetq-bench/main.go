@@ -28,6 +28,7 @@ func main() {
 	loadQPS := flag.Float64("load-qps", 1000, "QPS of the bench's own load client")
 	loadBurst := flag.Int("load-burst", 1000, "burst of the bench's own load client")
 	out := flag.String("out", "_bench", "output directory (report.md, CSVs, PNGs, runs/)")
+	timeout := flag.Duration("timeout", 0, "replaces every scenario's timeout (0: each file's own); a run that reaches it is measured as far as it got")
 	keepAudit := flag.Bool("keep-audit", false, "keep the API servers' audit logs beside each run's other logs (runs/<run>/logs)")
 	flag.Parse()
 	// The harness's clients log through controller-runtime; only their errors matter here.
@@ -40,6 +41,7 @@ func main() {
 		Systems:       split(*systems),
 		Runs:          *runs,
 		Scale:         *scale,
+		Timeout:       *timeout,
 		Knobs:         bench.Knobs{QPS: float32(*qps), Burst: int32(*burst)},
 		LoadQPS:       float32(*loadQPS),
 		LoadBurst:     *loadBurst,

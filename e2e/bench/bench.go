@@ -24,7 +24,10 @@ type Options struct {
 	Runs int
 	// Scale multiplies node pools and job counts (1 = the files' full size).
 	Scale float64
-	Knobs Knobs
+	// Timeout, when set, replaces every scenario's own timeout (how long one run may take
+	// before it is measured as far as it got).
+	Timeout time.Duration
+	Knobs   Knobs
 	// LoadQPS and LoadBurst size the bench's own load client.
 	LoadQPS   float32
 	LoadBurst int
@@ -63,7 +66,11 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		scenarios = append(scenarios, s.Scaled(o.Scale))
+		s = s.Scaled(o.Scale)
+		if o.Timeout > 0 {
+			s.Timeout.Duration = o.Timeout
+		}
+		scenarios = append(scenarios, s)
 		rep.Meta.Scenarios = append(rep.Meta.Scenarios, f)
 	}
 	rep.Scenarios = scenarios

@@ -271,6 +271,52 @@ func TestComputeFigures(t *testing.T) {
 	}
 }
 
+func TestTimedOutRunCountsWaitingWorkloadsAsLowerBounds(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	r := &RunResult{
+		Start: t0, End: s(10), Finished: false,
+		Records: []Record{
+			{Submitted: s(0), Admitted: s(1), Running: s(2)},
+			{Submitted: s(0), Admitted: s(4)},
+			{Submitted: s(5)},
+			{Submitted: s(0)},
+		},
+	}
+	f, lb := compute(r)
+	// Running: 2 done; censored 10 (never ran, submitted at 0), 5 (submitted at 5), 10.
+	want := map[string]float64{
+		"workloads": 4, "finished": 0, "evictions": 0,
+		"admitted/s": 2.0 / 10, "dispatched/s (running)": 1.0 / 10,
+		"time to admission p50": 4, "time to admission p95": 10, "time to admission p99": 10,
+		"submit→running p50": 5, "submit→running p95": 10, "submit→running p99": 10,
+		"manager requests/wl (management)": 0, "manager writes/wl (management)": 0,
+		"all clients requests/wl (apiserver_request_total, all clusters)": 0,
+		"all clients writes/wl (apiserver_request_total, all clusters)":   0,
+		"manager writes/admitted wl":                                      0,
+	}
+	if diff := cmp.Diff(want, f); diff != "" {
+		t.Errorf("figures (-want +got):\n%s", diff)
+	}
+	// Admission p50 is 4, below every censored wait (5, 10): exact. Everything at or above a
+	// censored wait is a lower bound.
+	wantLB := map[string]bool{
+		"time to admission p95": true, "time to admission p99": true,
+		"submit→running p50": true, "submit→running p95": true, "submit→running p99": true,
+	}
+	if diff := cmp.Diff(wantLB, lb); diff != "" {
+		t.Errorf("lower bounds (-want +got):\n%s", diff)
+	}
+	if got := formatSpread(Spread{Median: 10, N: 1, LowerBound: true}); got != "≥ 10.0" {
+		t.Errorf("formatSpread = %q", got)
+	}
+	// A finished run has no lower bounds.
+	r.Finished = true
+	if _, lb := compute(r); len(lb) != 0 {
+		t.Errorf("finished run: lower bounds %v", lb)
+	}
+}
+
 func TestRatioSaysWhenFleetqIsBetter(t *testing.T) {
 	cases := map[string]struct {
 		better        int
@@ -281,10 +327,17 @@ func TestRatioSaysWhenFleetqIsBetter(t *testing.T) {
 		"lower is better":  {-1, 0.5, 1.5, "3.00×"},
 		"worse":            {-1, 2, 1, "0.50×"},
 		"informational":    {0, 1, 2, ""},
+		// A system that timed out only bounds its latency from below.
+		"kueue bound":  {-1, 2, 300, "≥ 150.00×"},
+		"fleetq bound": {-1, 300, 600, "≤ 2.00×"},
+		"both bound":   {-1, 300, 600, "?"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ratio(figureDef{Better: tc.better}, Spread{Median: tc.fleetq, N: 1}, Spread{Median: tc.kueue, N: 1})
+			f, k := Spread{Median: tc.fleetq, N: 1}, Spread{Median: tc.kueue, N: 1}
+			f.LowerBound = name == "fleetq bound" || name == "both bound"
+			k.LowerBound = name == "kueue bound" || name == "both bound"
+			got := ratio(figureDef{Better: tc.better}, f, k)
 			if got != tc.want {
 				t.Errorf("ratio = %q, want %q", got, tc.want)
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -47,42 +48,87 @@ var Figures = []figureDef{
 
 // Compute turns a run into its figures (absent ones are left out).
 func Compute(r *RunResult) map[string]float64 {
-	f := map[string]float64{}
+	f, _ := compute(r)
+	return f
+}
+
+// latencies collects one latency per workload; a workload still waiting when a timed-out run
+// ended counts with its wait so far (censored), so percentiles stay honest lower bounds instead
+// of describing only the workloads that made it.
+type latencies struct {
+	xs          []float64
+	done        int
+	last        time.Time
+	minCensored float64
+	censored    bool
+}
+
+func (l *latencies) add(submitted, at, end time.Time, timedOut bool) {
+	switch {
+	case !at.IsZero():
+		l.xs = append(l.xs, at.Sub(submitted).Seconds())
+		l.done++
+		l.last = later(l.last, at)
+	case timedOut && !submitted.IsZero():
+		w := end.Sub(submitted).Seconds()
+		l.xs = append(l.xs, w)
+		if !l.censored || w < l.minCensored {
+			l.minCensored = w
+		}
+		l.censored = true
+	}
+}
+
+// percentiles sets name p50/p95/p99; one is a lower bound when a censored wait is at or below
+// it (that workload's real latency, still to come, could move it up).
+func (l *latencies) percentiles(f map[string]float64, lb map[string]bool, name string) {
+	for _, p := range []float64{50, 95, 99} {
+		key := fmt.Sprintf("%s p%g", name, p)
+		f[key] = Percentile(l.xs, p)
+		if l.censored && l.minCensored <= f[key] {
+			lb[key] = true
+		}
+	}
+}
+
+// rate is completions per second from the start until the last one, or until the end of a run
+// that timed out (its window, not its best moment).
+func (l *latencies) rate(r *RunResult) float64 {
+	until := l.last
+	if !r.Finished {
+		until = r.End
+	}
+	return float64(l.done) / until.Sub(r.Start).Seconds()
+}
+
+// compute returns a run's figures and, for a run that timed out, the ones that are only lower
+// bounds (latency percentiles counting workloads still waiting with their wait so far).
+func compute(r *RunResult) (map[string]float64, map[string]bool) {
+	f, lb := map[string]float64{}, map[string]bool{}
 	n := float64(len(r.Records))
 	f["workloads"] = n
-	var admitted, running, finished, toAdmit, toRun []float64
-	var lastAdmit, lastRun, lastFinish time.Time
-	evictions := 0
+	var admitted, running latencies
+	var lastFinish time.Time
+	finished, evictions := 0, 0
+	timedOut := !r.Finished
 	for _, rec := range r.Records {
 		evictions += rec.Evictions
-		if !rec.Admitted.IsZero() {
-			admitted = append(admitted, 1)
-			toAdmit = append(toAdmit, rec.Admitted.Sub(rec.Submitted).Seconds())
-			lastAdmit = later(lastAdmit, rec.Admitted)
-		}
-		if !rec.Running.IsZero() {
-			running = append(running, 1)
-			toRun = append(toRun, rec.Running.Sub(rec.Submitted).Seconds())
-			lastRun = later(lastRun, rec.Running)
-		}
+		admitted.add(rec.Submitted, rec.Admitted, r.End, timedOut)
+		running.add(rec.Submitted, rec.Running, r.End, timedOut)
 		if !rec.Finished.IsZero() {
-			finished = append(finished, 1)
+			finished++
 			lastFinish = later(lastFinish, rec.Finished)
 		}
 	}
-	f["finished"] = float64(len(finished))
+	f["finished"] = float64(finished)
 	f["evictions"] = float64(evictions)
-	if len(admitted) > 0 {
-		f["admitted/s"] = float64(len(admitted)) / lastAdmit.Sub(r.Start).Seconds()
-		f["time to admission p50"] = Percentile(toAdmit, 50)
-		f["time to admission p95"] = Percentile(toAdmit, 95)
-		f["time to admission p99"] = Percentile(toAdmit, 99)
+	if admitted.done > 0 {
+		f["admitted/s"] = admitted.rate(r)
+		admitted.percentiles(f, lb, "time to admission")
 	}
-	if len(running) > 0 {
-		f["dispatched/s (running)"] = float64(len(running)) / lastRun.Sub(r.Start).Seconds()
-		f["submit→running p50"] = Percentile(toRun, 50)
-		f["submit→running p95"] = Percentile(toRun, 95)
-		f["submit→running p99"] = Percentile(toRun, 99)
+	if running.done > 0 {
+		f["dispatched/s (running)"] = running.rate(r)
+		running.percentiles(f, lb, "submit→running")
 	}
 	if r.Finished && !lastFinish.IsZero() {
 		f["makespan (first submit→last finished)"] = lastFinish.Sub(r.Start).Seconds()
@@ -125,8 +171,8 @@ func Compute(r *RunResult) map[string]float64 {
 		}
 		f["all clients requests/wl (apiserver_request_total, all clusters)"] = all / n
 		f["all clients writes/wl (apiserver_request_total, all clusters)"] = allW / n
-		if len(admitted) > 0 {
-			f["manager writes/admitted wl"] = mgmtW / float64(len(admitted))
+		if admitted.done > 0 {
+			f["manager writes/admitted wl"] = mgmtW / float64(admitted.done)
 		}
 	}
 	if r.Capacity > 0 && r.Finished {
@@ -140,7 +186,7 @@ func Compute(r *RunResult) map[string]float64 {
 		f["deletion→next unsuspended p50"] = Percentile(gaps, 50)
 		f["deletion→next unsuspended p95"] = Percentile(gaps, 95)
 	}
-	return f
+	return f, lb
 }
 
 // Percentile is the nearest-rank percentile of xs (0 for none).
@@ -158,6 +204,8 @@ func Percentile(xs []float64, p float64) float64 {
 type Spread struct {
 	Median, Min, Max float64
 	N                int
+	// LowerBound: some run only bounds the figure from below (it timed out; see compute).
+	LowerBound bool
 }
 
 // SpreadOf summarises values (the median of an even count is the mean of the middle two).

@@ -71,15 +71,19 @@ func (r *Report) systems() []string {
 
 // spreads summarises every figure of one scenario and system over its runs.
 func (r *Report) spreads(scenario, system string) map[string]Spread {
-	values := map[string][]float64{}
+	values, bounds := map[string][]float64{}, map[string]bool{}
 	for _, res := range r.results(scenario, system) {
-		for k, v := range Compute(res) {
+		figs, lb := compute(res)
+		for k, v := range figs {
 			values[k] = append(values[k], v)
+			bounds[k] = bounds[k] || lb[k]
 		}
 	}
 	out := map[string]Spread{}
 	for k, v := range values {
-		out[k] = SpreadOf(v)
+		sp := SpreadOf(v)
+		sp.LowerBound = bounds[k]
+		out[k] = sp
 	}
 	return out
 }
@@ -137,7 +141,14 @@ func (r *Report) Markdown() string {
 				loads = append(loads, fmt.Sprintf("%s %.1f→%.1f", res.System, res.LoadBefore, res.LoadAfter))
 			}
 		}
-		fmt.Fprintf(&b, "Load average (1 min) before→after each run: %s.\n\n", strings.Join(loads, ", "))
+		fmt.Fprintf(&b, "Each run may take %s from its first submission; one that takes longer is measured as far as it got. Load average (1 min) before→after each run: %s.\n\n",
+			s.Timeout.Duration, strings.Join(loads, ", "))
+		for _, res := range r.Results {
+			if res.Scenario == s.Name && !res.Finished {
+				fmt.Fprintf(&b, "**%s timed out** after the scenario's %s: %s. Its rates are over the whole run; latency percentiles marked ≥ count the workloads still waiting with their wait so far, so they are lower bounds.\n\n",
+					res.System, s.Timeout.Duration, progressOf(res))
+			}
+		}
 		sp := map[string]map[string]Spread{}
 		for _, sys := range systems {
 			sp[sys] = r.spreads(s.Name, sys)
@@ -196,10 +207,14 @@ func (r *Report) Markdown() string {
 }
 
 func formatSpread(s Spread) string {
-	if s.N <= 1 || s.Min == s.Max {
-		return format(s.Median)
+	ge := ""
+	if s.LowerBound {
+		ge = "≥ "
 	}
-	return fmt.Sprintf("%s (%s–%s)", format(s.Median), format(s.Min), format(s.Max))
+	if s.N <= 1 || s.Min == s.Max {
+		return ge + format(s.Median)
+	}
+	return fmt.Sprintf("%s%s (%s–%s)", ge, format(s.Median), format(s.Min), format(s.Max))
 }
 
 func format(v float64) string {
@@ -224,6 +239,16 @@ func ratio(fd figureDef, fleetq, kueue Spread) string {
 	case fd.Better > 0 && kueue.Median > 0:
 		return fmt.Sprintf("%.2f×", fleetq.Median/kueue.Median)
 	case fd.Better < 0 && fleetq.Median > 0:
+		// A lower bound on Kueue's side makes fleetq's advantage a lower bound; on fleetq's
+		// side an upper bound; on both, unknown.
+		switch {
+		case kueue.LowerBound && fleetq.LowerBound:
+			return "?"
+		case kueue.LowerBound:
+			return fmt.Sprintf("≥ %.2f×", kueue.Median/fleetq.Median)
+		case fleetq.LowerBound:
+			return fmt.Sprintf("≤ %.2f×", kueue.Median/fleetq.Median)
+		}
 		return fmt.Sprintf("%.2f×", kueue.Median/fleetq.Median)
 	}
 	return ""
@@ -280,8 +305,8 @@ func writesTable(system string, r *RunResult) string {
 }
 
 func (r *Report) writeCSVs(dir string) error {
-	summary := [][]string{{"scenario", "system", "figure", "unit", "median", "min", "max", "runs"}}
-	runs := [][]string{{"scenario", "system", "run", "figure", "value"}}
+	summary := [][]string{{"scenario", "system", "figure", "unit", "median", "min", "max", "runs", "lower_bound"}}
+	runs := [][]string{{"scenario", "system", "run", "figure", "value", "lower_bound"}}
 	for _, s := range r.Scenarios {
 		for _, sys := range r.systems() {
 			sp := r.spreads(s.Name, sys)
@@ -290,13 +315,13 @@ func (r *Report) writeCSVs(dir string) error {
 				if !ok {
 					continue
 				}
-				summary = append(summary, []string{s.Name, sys, fd.Name, fd.Unit, fmtF(v.Median), fmtF(v.Min), fmtF(v.Max), strconv.Itoa(v.N)})
+				summary = append(summary, []string{s.Name, sys, fd.Name, fd.Unit, fmtF(v.Median), fmtF(v.Min), fmtF(v.Max), strconv.Itoa(v.N), strconv.FormatBool(v.LowerBound)})
 			}
 			for i, res := range r.results(s.Name, sys) {
-				figs := Compute(res)
+				figs, lb := compute(res)
 				for _, fd := range Figures {
 					if v, ok := figs[fd.Name]; ok {
-						runs = append(runs, []string{s.Name, sys, strconv.Itoa(i + 1), fd.Name, fmtF(v)})
+						runs = append(runs, []string{s.Name, sys, strconv.Itoa(i + 1), fd.Name, fmtF(v), strconv.FormatBool(lb[fd.Name])})
 					}
 				}
 				if err := writeCSV(filepath.Join(dir, fmt.Sprintf("workloads-%s-%s-run%d.csv", s.Name, sys, i+1)), workloadRows(res)); err != nil {
@@ -309,6 +334,20 @@ func (r *Report) writeCSVs(dir string) error {
 		return err
 	}
 	return writeCSV(filepath.Join(dir, "runs.csv"), runs)
+}
+
+// progressOf says how far a run got: "412 of 1000 running, 380 finished".
+func progressOf(r *RunResult) string {
+	running, finished := 0, 0
+	for _, rec := range r.Records {
+		if !rec.Running.IsZero() {
+			running++
+		}
+		if !rec.Finished.IsZero() {
+			finished++
+		}
+	}
+	return fmt.Sprintf("%d of %d ran, %d finished", running, len(r.Records), finished)
 }
 
 // workloadRows are one run's per-workload timestamps, in seconds since the run's first submission.
