@@ -53,14 +53,15 @@ type Options struct {
 // snapshot as they land.
 func Run(s *Snapshot, q Queues, opts Options) []Decision {
 	c := &cycle{
-		s:        s,
-		q:        q,
-		opts:     opts,
-		acc:      accounting{s: s, usage: append([]int64(nil), s.usage...)},
-		fut:      accounting{s: s, usage: append([]int64(nil), s.usage...)},
-		evicting: map[string]bool{},
-		version:  make([]int, len(s.nodes)),
-		blocked:  map[string]bool{},
+		s:          s,
+		q:          q,
+		opts:       opts,
+		acc:        accounting{s: s, usage: append([]int64(nil), s.usage...)},
+		fut:        accounting{s: s, usage: append([]int64(nil), s.usage...)},
+		evicting:   map[string]bool{},
+		version:    make([]int, len(s.nodes)),
+		blocked:    map[string]bool{},
+		preempting: map[string]bool{},
 	}
 	c.evictingIn = s.evictingByTree()
 	c.cands = map[*clusterQueue]*queueCandidates{}
@@ -116,13 +117,16 @@ type cycle struct {
 	// cands caches each queue's preemption candidates for the cycle.
 	cands map[*clusterQueue]*queueCandidates
 	// heldBuf, csBuf and mergeBuf are scratch for the victim search.
-	heldBuf   []int64
-	csBuf     candidateSet
-	mergeBuf  listHeap
-	version   []int // per tree root node id
-	blocked   map[string]bool
-	heads     entryHeap
-	decisions []Decision
+	heldBuf  []int64
+	csBuf    candidateSet
+	mergeBuf listHeap
+	version  []int // per tree root node id
+	blocked  map[string]bool
+	// preempting marks the queues with a workload preempting, or waiting for evictions, in
+	// this cycle.
+	preempting map[string]bool
+	heads      entryHeap
+	decisions  []Decision
 	// requeue holds popped workloads that go back to their queue once the cycle is over, so
 	// that the cycle does not pop them again.
 	requeue []*Workload
@@ -211,6 +215,14 @@ func (c *cycle) process(e *entry) {
 		c.admit(e, adm, e.asg.borrows)
 		return
 	}
+	if c.preempting[name] && e.cq.spec.QueueingStrategy != StrictFIFO {
+		// One preemptor per queue at a time: the rest of the queue that cannot fit outright
+		// waits, without a new message, until the preemptor's evictions land (they wake the
+		// queue). Preempting for them now would evict jobs that may finish meanwhile.
+		c.q.Park(e.w)
+		c.pullHead(name)
+		return
+	}
 	victims, waitFor, ok := c.findVictims(e.w, e.cq, e.asg.amounts, false)
 	switch {
 	case !ok:
@@ -226,10 +238,12 @@ func (c *cycle) process(e *entry) {
 			c.forget(a)
 			c.fut.addAll(a.cq.node, a.usage, -1)
 		}
+		c.preempting[name] = true
 		c.decide(Decision{Kind: Preempt, Workload: e.w.Key, ClusterQueue: name, Admission: adm,
 			Borrows: c.fut.borrows(e.cq.node, e.asg.amounts), Victims: victims})
 		c.requeue = append(c.requeue, e.w)
 	case waitFor > 0:
+		c.preempting[name] = true
 		c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: WaitingForEvictions,
 			Message: fmt.Sprintf("%s%s; waiting for %d workload(s) already being evicted to release quota",
 				e.asg.short.prefix, c.acc.quotaMessage(e.cq, e.asg.short.fr, e.asg.short.total), waitFor),

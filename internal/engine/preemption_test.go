@@ -34,6 +34,8 @@ func TestPreemption(t *testing.T) {
 		admitted []engine.Workload
 		pending  []engine.Workload
 		want     []summary
+		// parked counts, per queue, the workloads set aside after the cycle (when given).
+		parked map[string]int
 	}{
 		"withinClusterQueue LowerPriority preempts the most recently admitted lower-priority workload": {
 			queues:   []engine.ClusterQueue{within(engine.PreemptLowerPriority)},
@@ -146,22 +148,50 @@ func TestPreemption(t *testing.T) {
 			want: []summary{{Kind: engine.Preempt, Key: "ns/a1", Victims: []string{"ns/b3"},
 				Reasons: []engine.PreemptionReason{engine.InCohortReclamation}}},
 		},
-		"two preemptors in one cycle pick different victims": {
+		"two preemptors of different queues in one cycle pick different victims": {
+			queues: []engine.ClusterQueue{reclaimer(engine.PreemptAny).Obj(),
+				MakeClusterQueue("a2").Cohort("c").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).ReclaimWithinCohort(engine.PreemptAny).Obj(),
+				cpuQueue("b", "c", "4")},
+			admitted: []engine.Workload{adm("ns/b1", "b", "2", 0, 1), adm("ns/b2", "b", "2", 0, 2), adm("ns/b3", "b", "2", 0, 3),
+				adm("ns/b4", "b", "2", 0, 4), adm("ns/b5", "b", "2", 0, 5), adm("ns/b6", "b", "2", 0, 6)},
+			pending: []engine.Workload{cpuJob("ns/a1", "a", "2").Timestamp(1).Obj(), cpuJob("ns/a2", "a2", "2").Timestamp(2).Obj()},
+			want: []summary{
+				{Kind: engine.Preempt, Key: "ns/a1", Victims: []string{"ns/b6"}, Reasons: []engine.PreemptionReason{engine.InCohortReclamation}},
+				{Kind: engine.Preempt, Key: "ns/a2", Victims: []string{"ns/b5"}, Reasons: []engine.PreemptionReason{engine.InCohortReclamation}},
+			},
+		},
+		// The second workload of a queue that is preempting gets no decision (no write): it is
+		// parked until the first one's evictions land.
+		"a queue preempts for one workload at a time": {
 			queues:   []engine.ClusterQueue{reclaimer(engine.PreemptAny).Obj(), cpuQueue("b", "c", "4")},
 			admitted: []engine.Workload{adm("ns/b1", "b", "2", 0, 1), adm("ns/b2", "b", "2", 0, 2), adm("ns/b3", "b", "2", 0, 3), adm("ns/b4", "b", "2", 0, 4)},
 			pending:  []engine.Workload{cpuJob("ns/a1", "a", "2").Timestamp(1).Obj(), cpuJob("ns/a2", "a", "2").Timestamp(2).Obj()},
 			want: []summary{
 				{Kind: engine.Preempt, Key: "ns/a1", Victims: []string{"ns/b4"}, Reasons: []engine.PreemptionReason{engine.InCohortReclamation}},
-				{Kind: engine.Preempt, Key: "ns/a2", Victims: []string{"ns/b3"}, Reasons: []engine.PreemptionReason{engine.InCohortReclamation}},
 			},
+			parked: map[string]int{"a": 1},
+		},
+		"a queue waiting for its evictions preempts for nobody else meanwhile": {
+			queues: []engine.ClusterQueue{reclaimer(engine.PreemptAny).Obj(), cpuQueue("b", "c", "4")},
+			admitted: []engine.Workload{adm("ns/b1", "b", "2", 0, 1), adm("ns/b2", "b", "2", 0, 2), adm("ns/b3", "b", "2", 0, 3),
+				cpuJob("ns/b4", "b", "2").AdmittedIn("f", 4).Evicting().Obj()},
+			pending: []engine.Workload{cpuJob("ns/a1", "a", "2").Timestamp(1).Obj(), cpuJob("ns/a2", "a", "2").Timestamp(2).Obj()},
+			want: []summary{{Kind: engine.Pending, Key: "ns/a1", Reason: engine.WaitingForEvictions, Parked: true,
+				Message: "insufficient quota for cpu in flavor f: requests 2, available 0 (nominal 4, used 0, 4 of it in use by other queues in cohort c); waiting for 1 workload(s) already being evicted to release quota"}},
+			parked: map[string]int{"a": 2},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := engine.Input{Flavors: []engine.ResourceFlavor{MakeFlavor("f").Obj()}, ClusterQueues: tc.queues, Cohorts: tc.cohorts, Admitted: tc.admitted}
-			got, _, _ := runCycle(in, tc.pending, engine.Options{})
+			got, q, _ := runCycle(in, tc.pending, engine.Options{})
 			if diff := cmp.Diff(tc.want, summarize(got), cmpSummary); diff != "" {
 				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+			for name, want := range tc.parked {
+				if _, parked := q.Len(name); parked != want {
+					t.Errorf("queue %s: %d parked, want %d", name, parked, want)
+				}
 			}
 		})
 	}
