@@ -33,11 +33,12 @@ func cleanup(ctx context.Context) {
 		wls := &kueue.WorkloadList{}
 		g.Expect(mgmt.List(ctx, wls)).To(Succeed())
 		g.Expect(wls.Items).To(BeEmpty())
-		// Every worker reports all its GPUs free again, so the next spec's placements do not
-		// depend on how fast reports catch up.
+		// Every worker reports all its GPUs free again, and no longer fenced (after a partition),
+		// so the next spec's placements do not depend on how fast reports catch up.
 		for _, w := range workers {
 			rep := &fleetq.CapacityReport{}
 			g.Expect(env.Cluster(w).Client().Get(ctx, client.ObjectKey{Namespace: mgrCfg.Namespace, Name: w}, rep)).To(Succeed())
+			g.Expect(rep.Status.Fenced).To(BeFalse(), "%s's agent still reports itself fenced", w)
 			for _, f := range rep.Status.Flavors {
 				alloc, free := f.Allocatable[lab.GPUResource], f.Free[lab.GPUResource]
 				g.Expect(free.Cmp(alloc)).To(BeZero(), "%s reports %s of %s GPUs free in %s", w, free.String(), alloc.String(), f.Name)
