@@ -46,6 +46,16 @@ var Figures = []figureDef{
 	{"manager writes/admitted wl", "", -1},
 }
 
+// cumulativeFigures only grow as a run goes on (costs, and costs per submitted workload).
+var cumulativeFigures = []string{
+	"manager CPU", "manager peak RSS", "agents CPU (all workers)", "kube-apiservers CPU (all clusters)",
+	"manager requests/wl (management)", "manager writes/wl (management)",
+	"manager requests/wl (workers)", "manager writes/wl (workers)",
+	"agent requests/wl (workers)", "agent writes/wl (workers)",
+	"all clients requests/wl (apiserver_request_total, all clusters)",
+	"all clients writes/wl (apiserver_request_total, all clusters)",
+}
+
 // Compute turns a run into its figures (absent ones are left out).
 func Compute(r *RunResult) map[string]float64 {
 	f, _ := compute(r)
@@ -173,6 +183,15 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 		f["all clients writes/wl (apiserver_request_total, all clusters)"] = allW / n
 		if admitted.done > 0 {
 			f["manager writes/admitted wl"] = mgmtW / float64(admitted.done)
+		}
+	}
+	if timedOut {
+		// The workloads still to come would add CPU, memory and requests: what a run that timed
+		// out used, even divided by every submitted workload, is a lower bound of the whole run's.
+		for _, k := range cumulativeFigures {
+			if _, ok := f[k]; ok {
+				lb[k] = true
+			}
 		}
 	}
 	if r.Capacity > 0 && r.Finished {

@@ -145,7 +145,7 @@ func (r *Report) Markdown() string {
 			s.Timeout.Duration, strings.Join(loads, ", "))
 		for _, res := range r.Results {
 			if res.Scenario == s.Name && !res.Finished {
-				fmt.Fprintf(&b, "**%s timed out** after the scenario's %s: %s. Its rates are over the whole run; latency percentiles marked ≥ count the workloads still waiting with their wait so far, so they are lower bounds.\n\n",
+				fmt.Fprintf(&b, "**%s timed out** after the scenario's %s: %s. Its rates are over the whole run; figures marked ≥ are lower bounds: latency percentiles count the workloads still waiting with their wait so far, and costs (CPU, requests per submitted workload) count only what it did so far — per admitted workload compares like with like.\n\n",
 					res.System, s.Timeout.Duration, progressOf(res))
 			}
 		}
