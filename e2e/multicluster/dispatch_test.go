@@ -148,10 +148,7 @@ var _ = Describe("Dispatch", func() {
 		fill := gpuJob{pods: 2, gpus: 8, runFor: "1h"}.create(ctx, "fill-east")
 		Eventually(func() string { return clusterOf(ctx, fill) }).WithContext(ctx).WithTimeout(wait).Should(Equal("us-east"))
 		job := gpuJob{pods: 1, gpus: 2, runFor: "1h"}.create(ctx, "to-west")
-		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
-			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		expectRunningOn(ctx, job, "us-west", wait)
 	})
 
 	It("dispatches each job exactly once when the manager restarts mid-dispatch", func(ctx SpecContext) {

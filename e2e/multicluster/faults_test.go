@@ -155,11 +155,7 @@ var _ = Describe("Worker faults", Ordered, func() {
 			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-east"}))
 			g.Expect(checkMessage(ctx, job)).To(Equal("Dispatched to worker us-east, waiting for its agent to start it"))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
-			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
-			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-west"}), "the untouched copy in us-east is deleted")
-		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		expectRunningOn(ctx, job, "us-west", 2*wait) // and the untouched copy in us-east is deleted
 		Expect(time.Since(created)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "taken back only after workerLostTimeout")
 		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(
 			"worker us-east's agent did not take up the copy within workerLostTimeout (15s): is fleetq-agent running there? Placing it elsewhere"))
@@ -176,10 +172,7 @@ var _ = Describe("Worker faults", Ordered, func() {
 		// Its agent back, us-east reports again and takes the next job.
 		Expect(agents["us-east"].Restart(ctx)).To(Succeed())
 		back := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "agent-back")
-		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, back)).To(Equal("us-east"))
-			g.Expect(runningIn(ctx, "us-east", back)).To(Equal(1))
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		expectRunningOn(ctx, back, "us-east", wait)
 	})
 
 	It("places a job elsewhere when its worker cannot start the copy its stale report made room for", func(ctx SpecContext) {
@@ -202,11 +195,7 @@ var _ = Describe("Worker faults", Ordered, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(checkMessage(ctx, job)).To(HavePrefix("Dispatched to worker us-east, which cannot start it yet: "))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
-			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
-			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-west"}), "the copy us-east could not start is deleted")
-		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		expectRunningOn(ctx, job, "us-west", 2*wait) // and the copy us-east could not start is deleted
 		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(HavePrefix("worker us-east could not start it within 15s: ")))
 		Expect(podsIn(ctx, "us-east", job)).To(BeEmpty(), "the copy never started in us-east")
 		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
-	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best unqualified.
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -207,4 +209,15 @@ func squat(ctx context.Context, cluster string) []*corev1.Pod {
 		pods = append(pods, p)
 	}
 	return pods
+}
+
+// expectRunningOn waits until the job is placed on cluster, its pod runs there, and its only copy
+// is there.
+func expectRunningOn(ctx context.Context, job *batchv1.Job, cluster string, timeout time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(clusterOf(ctx, job)).To(Equal(cluster))
+		g.Expect(runningIn(ctx, cluster, job)).To(Equal(1))
+		g.Expect(copiesOf(ctx, job)).To(Equal([]string{cluster}), "its only copy is in %s", cluster)
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
