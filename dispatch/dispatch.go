@@ -52,6 +52,7 @@ type Dispatcher struct {
 	gc      *gc.Collector
 	wake    func()
 	log     logr.Logger
+	clock   clock.PassiveClock
 }
 
 // Options wire a Dispatcher.
@@ -66,7 +67,7 @@ type Options struct {
 // Setup registers dispatch's controllers and runnables with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, error) {
 	cfg, mc := opts.Config, opts.Config.MultiCluster
-	d := &Dispatcher{Book: placement.NewBook(), Checks: checks.NewIndex(), client: mgr.GetClient(), wake: opts.WakeQueues, log: opts.Log}
+	d := &Dispatcher{Book: placement.NewBook(), Checks: checks.NewIndex(), client: mgr.GetClient(), wake: opts.WakeQueues, log: opts.Log, clock: opts.Clock}
 	d.Checks.OnChange = opts.WakeQueues
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, ClusterNameIndex, func(o client.Object) []string {
 		if c := workload.ClusterName(o.(*kueue.Workload)); c != "" {
@@ -80,7 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 	d.copies = &copies.Reconciler{
 		Client: mgr.GetClient(), Book: d.Book, Checks: d.Checks, Clock: opts.Clock, Log: opts.Log.WithName("copies"),
 		Recorder: mgr.GetEventRecorder("fleetq-dispatch"), Origin: mc.Origin,
-		WorkerLostTimeout: mc.WorkerLostTimeout.Duration, RejectAfter: 15 * time.Second, MirrorInterval: time.Second,
+		WorkerLostTimeout: mc.WorkerLostTimeout.Duration, RejectAfter: 15 * time.Second, RefuseFor: 5 * time.Minute, MirrorInterval: time.Second,
 		Requeuing: cfg.RequeuingStrategy,
 		Remote:    remote,
 	}
@@ -182,7 +183,7 @@ func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames [
 	if !multi {
 		return "", true, ""
 	}
-	req := placement.Request{Key: w.Key, PodSets: w.PodSets, Admission: a}
+	req := placement.Request{Key: w.Key, PodSets: w.PodSets, Admission: a, Now: d.clock.Now()}
 	for _, n := range names {
 		wk, h := d.Registry.Get(n)
 		c := placement.Candidate{Cluster: n, Usable: wk != nil && h.Active}

@@ -73,8 +73,11 @@ type Reconciler struct {
 	// WorkerLostTimeout is how long an unreachable worker keeps its workloads; after it their
 	// copies are taken as gone (the agent fenced them) and the workloads are placed elsewhere.
 	WorkerLostTimeout time.Duration
-	// RejectAfter is how long a copy may wait unadmitted in its worker before it is placed again.
+	// RejectAfter is how long a copy may wait unadmitted in its worker, or the worker may refuse
+	// to create it, before the workload is placed again.
 	RejectAfter time.Duration
+	// RefuseFor is how long a worker that refused a workload's copy is not tried again for it.
+	RefuseFor time.Duration
 	// MirrorInterval is the least time between two mirrors of a running job's status.
 	MirrorInterval time.Duration
 	// Requeuing is the backoff applied when an evicted workload queues again.
@@ -85,11 +88,15 @@ type Reconciler struct {
 	mu           sync.Mutex
 	pendingSince map[string]time.Time
 	lastMirror   map[string]time.Time
+	// namespaces remembers, per worker connection, the namespaces seen to exist there, so a
+	// reconcile does not ask the worker's API server again (namespaces are not cached).
+	namespaces map[*registry.Worker]map[string]bool
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pendingSince, r.lastMirror = map[string]time.Time{}, map[string]time.Time{}
+	r.namespaces = map[*registry.Worker]map[string]bool{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dispatch").
 		For(&kueue.Workload{}).
@@ -138,6 +145,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		r.forget(key)
+		r.Book.Release(key)
 		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, "", "", "")
 	}
 	check, ok := r.multiKueueCheck(wl)
@@ -169,7 +177,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	remote, err := r.ensureCopies(ctx, w, wl, job)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("workload %s in worker %s: %w", key, cluster, err)
+		return r.copyFailed(ctx, wl, check, cluster, err)
 	}
 	res, err := r.follow(ctx, wl, check, w, remote)
 	if err != nil {
@@ -221,6 +229,7 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 	}
 	r.forget(key)
 	if workload.IsFinished(wl) || wl.DeletionTimestamp != nil {
+		r.Book.Release(key)
 		return reconcile.Result{}, nil
 	}
 	job, err := r.managerJob(ctx, wl)
@@ -427,6 +436,10 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 		return r.remoteJob(ctx, wl, job)
 	})
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			// The namespace was deleted in the worker since it was seen: create it again.
+			r.namespaceGone(w, wl.Namespace)
+		}
 		return nil, fmt.Errorf("job copy: %w", err)
 	}
 	if stale, err := r.replaceStale(ctx, w, rjob, wl.UID); stale || err != nil {
@@ -483,16 +496,45 @@ func (r *Reconciler) replaceStale(ctx context.Context, w *registry.Worker, obj c
 }
 
 func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, name string) error {
+	r.mu.Lock()
+	known := r.namespaces[w][name]
+	r.mu.Unlock()
+	if known {
+		return nil
+	}
 	ns := &corev1.Namespace{}
 	err := w.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
-	if err == nil || !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{CreatedByLabel: "fleetq", kueue.MultiKueueOriginLabel: r.Origin}}}
+		if err = w.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	if err != nil || ns.DeletionTimestamp != nil {
 		return err
 	}
-	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{CreatedByLabel: "fleetq", kueue.MultiKueueOriginLabel: r.Origin}}}
-	if err := w.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.namespaces {
+		if c != w && c.Name == w.Name {
+			delete(r.namespaces, c) // an earlier connection to the same worker
+		}
 	}
+	if r.namespaces[w] == nil {
+		r.namespaces[w] = map[string]bool{}
+	}
+	r.namespaces[w][name] = true
 	return nil
+}
+
+// namespaceGone forgets that a namespace exists in a worker.
+func (r *Reconciler) namespaceGone(w *registry.Worker, name string) {
+	r.mu.Lock()
+	delete(r.namespaces[w], name)
+	r.mu.Unlock()
 }
 
 // remoteJob builds the worker's copy of a Job: suspended (the agent starts it when it fits),
@@ -644,6 +686,34 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 	return reconcile.Result{RequeueAfter: max(deadline-waited, 0) + time.Millisecond}, nil
 }
 
+// copyFailed shows on the admission check why the worker does not take the workload's copy
+// and retries with backoff; when that lasts RejectAfter (a quota, a policy or an object of the
+// same name in the worker, not a passing error), the workload is placed elsewhere and that
+// worker is not tried again for it for RefuseFor.
+func (r *Reconciler) copyFailed(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, cluster string, cause error) (reconcile.Result, error) {
+	key := workload.Key(wl)
+	err := fmt.Errorf("workload %s in worker %s: %w", key, cluster, cause)
+	if apierrors.IsConflict(cause) || errors.Is(cause, context.Canceled) {
+		return reconcile.Result{}, err
+	}
+	r.mu.Lock()
+	since, ok := r.pendingSince[key]
+	if !ok {
+		since = r.Clock.Now()
+		r.pendingSince[key] = since
+	}
+	r.mu.Unlock()
+	if r.Clock.Since(since) >= r.RejectAfter {
+		metrics.DispatchRejected(cluster, metrics.RejectedCopyRefused)
+		r.Book.Refused(key, cluster, r.Clock.Now().Add(r.RefuseFor), workload.Truncate(cause.Error()))
+		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s did not take the copy within %s: %v; placing it elsewhere", cluster, r.RejectAfter, cause))
+	}
+	if werr := r.setCheck(ctx, wl, check, kueue.CheckStatePending, fmt.Sprintf("Dispatched to worker %s, which does not take the copy yet: %v", cluster, cause)); werr != nil {
+		return reconcile.Result{}, werr
+	}
+	return reconcile.Result{}, err
+}
+
 // untouched re-reads a copy from its worker's API server, past the cache, to be sure its agent
 // wrote no verdict before the workload is taken back for that.
 func (r *Reconciler) untouched(ctx context.Context, w *registry.Worker, remote *kueue.Workload) (bool, error) {
@@ -750,8 +820,12 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 	}
 	if ptr.Deref(job.Spec.Suspend, false) {
 		// The job integration starts it once the workload is Admitted; a status mirrored into
-		// a suspended job would contradict its spec. Look again soon: the worker may not change
-		// the copy's status again for a long time.
+		// a suspended job would contradict its spec. Once Admitted, look again soon: the worker
+		// may not change the copy's status again for a long time. Before, the worker's verdict
+		// wakes us; polling then would only queue every copy in flight ahead of those verdicts.
+		if !workload.IsAdmitted(wl) {
+			return res, nil
+		}
 		return soonest(res, time.Second), nil
 	}
 	rjob := &batchv1.Job{}

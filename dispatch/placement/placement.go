@@ -29,6 +29,14 @@ type Book struct {
 	// silent holds workers whose agent left a copy untouched, with the update time of their
 	// report then; a report written after it shows the agent is back.
 	silent map[string]time.Time
+	// refused holds, per workload, the workers that would not take its copy and until when
+	// they are not tried again for it.
+	refused map[string]map[string]refusal
+}
+
+type refusal struct {
+	until time.Time
+	why   string
 }
 
 type report struct {
@@ -57,7 +65,7 @@ type assumption struct {
 
 // NewBook returns an empty book.
 func NewBook() *Book {
-	return &Book{reports: map[string]*report{}, assumed: map[string]*assumption{}, silent: map[string]time.Time{}}
+	return &Book{reports: map[string]*report{}, assumed: map[string]*assumption{}, silent: map[string]time.Time{}, refused: map[string]map[string]refusal{}}
 }
 
 // SetReport records a worker's capacity report; older revisions are ignored. Assumptions the
@@ -132,6 +140,26 @@ func (b *Book) Silent(cluster string) {
 	}
 }
 
+// Refused takes a worker out of one workload's placement until a time, because the worker's API
+// server would not take the workload's copy (a quota, a policy or an object of the same name
+// there): placing it there again at once would only fail the same way.
+func (b *Book) Refused(key, cluster string, until time.Time, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused[key] == nil {
+		b.refused[key] = map[string]refusal{}
+	}
+	b.refused[key][cluster] = refusal{until: until, why: why}
+}
+
+// Release forgets everything the book holds for a workload that is gone or finished.
+func (b *Book) Release(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.assumed, key)
+	delete(b.refused, key)
+}
+
 // Forget ends a workload's assumption (placement undone, copy gone).
 func (b *Book) Forget(key string) {
 	b.mu.Lock()
@@ -153,6 +181,8 @@ type Request struct {
 	PodSets    []engine.PodSet
 	Admission  *engine.Admission
 	Candidates []Candidate
+	// Now is when the placement is made; workers' refusals of this workload expire against it.
+	Now time.Time
 }
 
 // Decision is where a workload goes, or why nowhere.
@@ -194,6 +224,13 @@ func (b *Book) Place(req Request) (Decision, bool) {
 			clauses = append(clauses, fmt.Sprintf("%s: its agent left a copy untouched and has not reported since %s (is fleetq-agent running there?)",
 				c.Cluster, r.updated.UTC().Format(time.RFC3339)))
 			continue
+		}
+		if rf, ok := b.refused[req.Key][c.Cluster]; ok {
+			if req.Now.Before(rf.until) {
+				clauses = append(clauses, fmt.Sprintf("%s: refused this workload's copy (%s); tried again after %s", c.Cluster, rf.why, rf.until.UTC().Format(time.RFC3339)))
+				continue
+			}
+			delete(b.refused[req.Key], c.Cluster)
 		}
 		nodes := b.freeNodes(c.Cluster, r)
 		res, why := fit(nodes, r, req)

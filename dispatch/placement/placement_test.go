@@ -192,3 +192,40 @@ func TestSilentWorkerSkippedUntilItsAgentReportsAgain(t *testing.T) {
 		t.Fatal("a removed and re-added worker starts without the old silence")
 	}
 }
+
+func TestRefusingWorkerSkippedForThatWorkloadUntilTheRefusalExpires(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
+	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	b.Refused("ns/a", "us-east", t0.Add(5*time.Minute), `jobs.batch "a" is forbidden: exceeded quota: no-jobs`)
+	req := func(key string, now time.Time) Request {
+		r := gpuRequest(key, "a100", 1, 1, usable("us-east", "us-west")...)
+		r.Now = now
+		return r
+	}
+	d, ok := b.Place(req("ns/a", t0.Add(time.Minute)))
+	if !ok || d.Cluster != "us-west" {
+		t.Fatalf("the refusing worker is skipped for the workload: got %q, %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+	want := `us-east: refused this workload's copy (jobs.batch "a" is forbidden: exceeded quota: no-jobs); tried again after 1970-01-01T00:21:40Z`
+	if !strings.Contains(d.Explanation, want) {
+		t.Fatalf("explanation does not say why us-east was skipped:\n got %s\nwant %s", d.Explanation, want)
+	}
+	b.Forget("ns/a") // evicted again: the refusal stays
+	if d, _ := b.Place(req("ns/b", t0.Add(time.Minute))); d.Cluster != "us-east" {
+		t.Fatalf("other workloads still go to us-east: %s", d.Explanation)
+	}
+	if d, _ := b.Place(req("ns/a", t0.Add(2*time.Minute))); d.Cluster != "us-west" {
+		t.Fatalf("a forgotten placement keeps the refusal: %s", d.Explanation)
+	}
+	b.Forget("ns/a")
+	if d, _ := b.Place(req("ns/a", t0.Add(5*time.Minute))); d.Cluster != "us-east" {
+		t.Fatalf("after the refusal expires us-east is tried again: %s", d.Explanation)
+	}
+	b.Refused("ns/a", "us-east", t0.Add(time.Hour), "refused")
+	b.Release("ns/a")
+	if d, _ := b.Place(req("ns/a", t0.Add(6*time.Minute))); d.Cluster != "us-east" {
+		t.Fatalf("a released workload keeps no refusal: %s", d.Explanation)
+	}
+}

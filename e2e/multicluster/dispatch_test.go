@@ -9,11 +9,14 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/dispatch/copies"
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/internal/workload"
@@ -166,5 +169,24 @@ var _ = Describe("Dispatch", func() {
 		wls := &kueue.WorkloadList{}
 		Expect(mgmt.List(ctx, wls, client.InNamespace("research"))).To(Succeed())
 		Expect(wls.Items).To(HaveLen(10), "one workload per job: none lost, none duplicated")
+	})
+
+	It("creates a namespace again in a worker where someone deleted it after the manager had seen it", func(ctx SpecContext) {
+		first := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "before-ns-delete")
+		expectRunningOn(ctx, first, "us-east", wait)
+		deleteJob(ctx, first)
+		cleanup(ctx)
+		east := env.Cluster("us-east").Client()
+		Expect(east.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(east.Get(ctx, client.ObjectKey{Name: "research"}, &corev1.Namespace{}))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeTrue(), "us-east's namespace controller removes research")
+
+		// The manager remembers research exists in us-east; the copy's creation tells it otherwise.
+		second := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "after-ns-delete")
+		expectRunningOn(ctx, second, "us-east", wait)
+		ns := &corev1.Namespace{}
+		Expect(east.Get(ctx, client.ObjectKey{Name: "research"}, ns)).To(Succeed())
+		Expect(ns.Labels).To(HaveKeyWithValue(copies.CreatedByLabel, "fleetq"))
 	})
 })

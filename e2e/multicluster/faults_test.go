@@ -7,7 +7,10 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -202,5 +205,28 @@ var _ = Describe("Worker faults", Ordered, func() {
 		for _, p := range squatters {
 			Expect(env.Cluster("us-east").Client().Delete(ctx, p)).To(Succeed())
 		}
+	})
+
+	It("places a job elsewhere when a worker's API server refuses its copy, and says why", func(ctx SpecContext) {
+		// A ResourceQuota in us-east's namespace allows no Jobs: the copy can never be created there.
+		east := env.Cluster("us-east").Client()
+		if err := east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		quota := &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "no-jobs"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}},
+		}
+		Expect(east.Create(ctx, quota)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(east.Delete(ctx, quota))).To(Succeed()) })
+
+		job := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "refused")
+		Eventually(func(g Gomega) {
+			g.Expect(checkMessage(ctx, job)).To(And(HavePrefix("Dispatched to worker us-east, which does not take the copy yet: "), ContainSubstring("no-jobs")))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		expectRunningOn(ctx, job, "us-west", 2*wait)
+		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(And(HavePrefix("worker us-east did not take the copy within 15s: "), HaveSuffix("placing it elsewhere"))))
+		Expect(eventNotes(ctx, job, "Placed")).To(ContainElement(ContainSubstring("us-east: refused this workload's copy (")))
+		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))
 	})
 })

@@ -48,6 +48,8 @@ const (
 	RejectedNotStarted = "NotStarted"
 	// RejectedAgentSilent: the worker's agent wrote no verdict on the copy within workerLostTimeout.
 	RejectedAgentSilent = "AgentSilent"
+	// RejectedCopyRefused: the worker's API server refused the copy for the dispatch timeout.
+	RejectedCopyRefused = "CopyRefused"
 	// RejectedWorkerLost: the worker stayed unreachable longer than workerLostTimeout.
 	RejectedWorkerLost = "WorkerLost"
 )
