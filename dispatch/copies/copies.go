@@ -483,7 +483,7 @@ func getOrCreate[T client.Object](ctx context.Context, w *registry.Worker, key c
 // replaceStale deletes a copy left by an earlier incarnation of the same workload name.
 func (r *Reconciler) replaceStale(ctx context.Context, w *registry.Worker, obj client.Object, uid types.UID) (bool, error) {
 	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin {
-		return true, fmt.Errorf("%T %s/%s already exists in worker %s and was not created by this manager; rename the job or remove that object", obj, obj.GetNamespace(), obj.GetName(), w.Name)
+		return true, fmt.Errorf("%T %s/%s already exists in worker %s and %w; rename the job or remove that object", obj, obj.GetNamespace(), obj.GetName(), w.Name, errForeign)
 	}
 	if obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
 		return false, nil
@@ -643,14 +643,7 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 		return reconcile.Result{}, nil
 	}
 	// Not admitted there (yet): give the agent a moment, then place elsewhere.
-	r.mu.Lock()
-	since, ok := r.pendingSince[key]
-	if !ok {
-		since = r.Clock.Now()
-		r.pendingSince[key] = since
-	}
-	r.mu.Unlock()
-	waited := r.Clock.Since(since)
+	waited := r.waited(key)
 	msg := fmt.Sprintf("Dispatched to worker %s, waiting for its agent to start it", cluster)
 	c := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadQuotaReserved)
 	switch {
@@ -693,17 +686,12 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 func (r *Reconciler) copyFailed(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, cluster string, cause error) (reconcile.Result, error) {
 	key := workload.Key(wl)
 	err := fmt.Errorf("workload %s in worker %s: %w", key, cluster, cause)
-	if apierrors.IsConflict(cause) || errors.Is(cause, context.Canceled) {
+	if !refusal(cause) {
+		// Not the worker's answer (it may not have answered at all): the registry's health
+		// probe decides about unreachable workers.
 		return reconcile.Result{}, err
 	}
-	r.mu.Lock()
-	since, ok := r.pendingSince[key]
-	if !ok {
-		since = r.Clock.Now()
-		r.pendingSince[key] = since
-	}
-	r.mu.Unlock()
-	if r.Clock.Since(since) >= r.RejectAfter {
+	if r.waited(key) >= r.RejectAfter {
 		metrics.DispatchRejected(cluster, metrics.RejectedCopyRefused)
 		r.Book.Refused(key, cluster, r.Clock.Now().Add(r.RefuseFor), workload.Truncate(cause.Error()))
 		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s did not take the copy within %s: %v; placing it elsewhere", cluster, r.RejectAfter, cause))
@@ -712,6 +700,37 @@ func (r *Reconciler) copyFailed(ctx context.Context, wl *kueue.Workload, check k
 		return reconcile.Result{}, werr
 	}
 	return reconcile.Result{}, err
+}
+
+// waited is how long the workload's copy has been waiting in its worker, counted from the
+// first reconcile that found it not running there.
+func (r *Reconciler) waited(key string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	since, ok := r.pendingSince[key]
+	if !ok {
+		since = r.Clock.Now()
+		r.pendingSince[key] = since
+	}
+	return r.Clock.Since(since)
+}
+
+// errForeign marks an object in a worker that holds a copy's name but is not this manager's.
+var errForeign = errors.New("was not created by this manager")
+
+// refusal reports whether the worker's API server answered the copy with a refusal that the
+// same request will meet again (quota, policy, validation, an object of the same name), rather
+// than a conflict, throttling or no answer at all.
+func refusal(err error) bool {
+	if errors.Is(err, errForeign) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	code := st.Status().Code
+	return code >= 400 && code < 500 && code != 409 && code != 429
 }
 
 // untouched re-reads a copy from its worker's API server, past the cache, to be sure its agent

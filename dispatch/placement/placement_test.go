@@ -110,9 +110,7 @@ func TestPlace(t *testing.T) {
 
 func TestAssumptionsKeepBackToBackPlacementsApart(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	b := NewBook()
-	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
-	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	b := eastAndWest(t0)
 	var got []string
 	for _, key := range []string{"ns/a", "ns/b", "ns/c"} {
 		d, ok := b.Place(gpuRequest(key, "a100", 1, 8, usable("us-east", "us-west")...))
@@ -160,11 +158,17 @@ func TestOlderReportIgnoredAndForget(t *testing.T) {
 	}
 }
 
-func TestSilentWorkerSkippedUntilItsAgentReportsAgain(t *testing.T) {
-	t0 := time.Unix(1000, 0)
+// eastAndWest is a book with two workers of one free 8-GPU A100 node each, reported at t0.
+func eastAndWest(t0 time.Time) *Book {
 	b := NewBook()
 	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
 	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	return b
+}
+
+func TestSilentWorkerSkippedUntilItsAgentReportsAgain(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := eastAndWest(t0)
 	b.Silent("us-east")
 	d, ok := b.Place(gpuRequest("ns/a", "a100", 1, 8, usable("us-east", "us-west")...))
 	if !ok || d.Cluster != "us-west" {
@@ -195,9 +199,7 @@ func TestSilentWorkerSkippedUntilItsAgentReportsAgain(t *testing.T) {
 
 func TestRefusingWorkerSkippedForThatWorkloadUntilTheRefusalExpires(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	b := NewBook()
-	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
-	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	b := eastAndWest(t0)
 	b.Refused("ns/a", "us-east", t0.Add(5*time.Minute), `jobs.batch "a" is forbidden: exceeded quota: no-jobs`)
 	req := func(key string, now time.Time) Request {
 		r := gpuRequest(key, "a100", 1, 1, usable("us-east", "us-west")...)
