@@ -15,10 +15,16 @@ import (
 // admission; a minute-old figure under a current reason costs the reader nothing.
 const PendingRefresh = 60 * time.Second
 
+// PendingReasonGap is the least time between two pending writes for a workload when the reason
+// changed: a new reason is news, but a workload whose reason flips every cycle (no worker has
+// room, then no quota, then room again as jobs come and go) wrote every half second in the
+// multi-cluster pressure bench.
+const PendingReasonGap = 5 * time.Second
+
 // pendingThrottle spaces out the writes of pending messages per workload: a new reason is
-// written at once; a new message with the same reason waits until PendingRefresh has passed
-// since the last write, and then the latest message is written, so the condition always ends up
-// saying what the last cycle decided.
+// written once PendingReasonGap has passed since the last write (at once, usually); a new
+// message with the same reason waits until PendingRefresh has passed. What waits is the latest
+// reason and message, so the condition always ends up saying what the last cycle decided.
 type pendingThrottle struct {
 	clock clock.WithDelayedExecution
 	write func(ctx context.Context, key, reason, message string)
@@ -31,11 +37,14 @@ type pendingThrottle struct {
 // pendingWrite is the last write for one workload, and the message (same reason) waiting to
 // follow it while timer is armed.
 type pendingWrite struct {
-	at      time.Time
-	reason  string
-	held    string
-	holding bool
-	timer   clock.Timer
+	at         time.Time
+	reason     string
+	heldReason string
+	held       string
+	holding    bool
+	timer      clock.Timer
+	// due is when timer fires.
+	due time.Time
 }
 
 func newPendingThrottle(clk clock.WithDelayedExecution, write func(ctx context.Context, key, reason, message string)) *pendingThrottle {
@@ -48,14 +57,25 @@ func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) 
 	t.mu.Lock()
 	t.sweep(now)
 	p := t.last[key]
-	if p != nil && p.reason == reason && now.Sub(p.at) < PendingRefresh {
-		p.held, p.holding = message, true
-		if p.timer == nil {
-			// In its own goroutine: a fake clock runs the function under its lock.
-			p.timer = t.clock.AfterFunc(PendingRefresh-now.Sub(p.at), func() { go t.flush(ctx, key) })
+	if p != nil {
+		gap := PendingRefresh
+		if reason != p.reason {
+			gap = PendingReasonGap
 		}
-		t.mu.Unlock()
-		return
+		if wait := gap - now.Sub(p.at); wait > 0 {
+			p.heldReason, p.held, p.holding = reason, message, true
+			if p.timer != nil && p.due.After(now.Add(wait)) {
+				p.timer.Stop() // a new reason is due sooner than the refresh it waited for
+				p.timer = nil
+			}
+			if p.timer == nil {
+				// In its own goroutine: a fake clock runs the function under its lock.
+				p.due = now.Add(wait)
+				p.timer = t.clock.AfterFunc(wait, func() { go t.flush(ctx, key) })
+			}
+			t.mu.Unlock()
+			return
+		}
 	}
 	if p == nil {
 		p = &pendingWrite{}
@@ -77,8 +97,8 @@ func (t *pendingThrottle) flush(ctx context.Context, key string) {
 		t.mu.Unlock()
 		return
 	}
-	reason, message := p.reason, p.held
-	p.at, p.held, p.holding, p.timer = t.clock.Now(), "", false, nil
+	reason, message := p.heldReason, p.held
+	p.at, p.reason, p.held, p.holding, p.timer = t.clock.Now(), reason, "", false, nil
 	t.mu.Unlock()
 	if ctx.Err() == nil {
 		t.write(ctx, key, reason, message)
