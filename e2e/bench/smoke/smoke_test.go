@@ -17,6 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/fleetq/fleetq/e2e/bench"
+	// The test builds and runs fleetq-manager and fleetq-agent; importing what they are made of
+	// makes go test's cache run it again whenever that code changes.
+	_ "github.com/fleetq/fleetq/manager/setup"
+	_ "github.com/fleetq/fleetq/worker/setup"
 )
 
 // smokeScale makes scenario (b) 20 jobs on one node pool per worker (8 + 8 + 4 GPUs).
