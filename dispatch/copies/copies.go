@@ -623,7 +623,13 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 	key, cluster := workload.Key(wl), w.Name
 	if ev := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
 		metrics.DispatchRejected(cluster, metrics.RejectedEvicted)
-		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s evicted its copy (%s): %s", cluster, ev.Reason, ev.Message))
+		msg := fmt.Sprintf("worker %s evicted its copy (%s): %s", cluster, ev.Reason, ev.Message)
+		if ev.Reason == kueue.WorkloadEvictedByPreemption {
+			// The agent made room for a higher-priority copy: a preemption, which queues again
+			// at once (as the manager's own preemptions do), not a rejection that backs off.
+			return reconcile.Result{}, r.evictPreempted(ctx, wl, check, remote, msg)
+		}
+		return reconcile.Result{}, r.evict(ctx, wl, check, msg)
 	}
 	if workload.HasQuotaReservation(remote) || meta.IsStatusConditionTrue(remote.Status.Conditions, kueue.WorkloadAdmitted) {
 		r.mu.Lock()
@@ -791,6 +797,22 @@ func checkReady(wl *kueue.Workload, check kueue.AdmissionCheckReference) bool {
 // evict ends a workload's run in its worker: the check goes to Retry and the workload is
 // evicted, so the job integration stops the job and the workload queues for another placement.
 func (r *Reconciler) evict(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, msg string) error {
+	return r.endRun(ctx, wl, check, msg, kueue.WorkloadEvictedByAdmissionCheck, "", corev1.EventTypeWarning, ReasonRejected)
+}
+
+// evictPreempted ends a run its worker's agent preempted: as evict, but the workload is Evicted
+// and Preempted for that (the Preempted reason is the agent's), so it queues again without backoff.
+func (r *Reconciler) evictPreempted(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, remote *kueue.Workload, msg string) error {
+	reason := kueue.InClusterQueueReason
+	if p := meta.FindStatusCondition(remote.Status.Conditions, kueue.WorkloadPreempted); p != nil && p.Reason != "" {
+		reason = p.Reason
+	}
+	return r.endRun(ctx, wl, check, msg, kueue.WorkloadEvictedByPreemption, reason, corev1.EventTypeNormal, kueue.WorkloadEvictedByPreemption)
+}
+
+// endRun writes the check's Retry and the Evicted condition (and Preempted, when preempted is set)
+// in one status patch, then forgets the placement and records the eviction.
+func (r *Reconciler) endRun(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, msg, evicted, preempted, eventType, eventReason string) error {
 	orig := wl.DeepCopy()
 	now := r.Clock.Now()
 	for i := range wl.Status.AdmissionChecks {
@@ -798,14 +820,17 @@ func (r *Reconciler) evict(ctx context.Context, wl *kueue.Workload, check kueue.
 			ac.State, ac.Message, ac.LastTransitionTime = kueue.CheckStateRetry, workload.Truncate(msg), metav1.NewTime(now)
 		}
 	}
-	workload.SetCondition(wl, kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByAdmissionCheck, msg, now)
+	workload.SetCondition(wl, kueue.WorkloadEvicted, metav1.ConditionTrue, evicted, msg, now)
+	if preempted != "" {
+		workload.SetCondition(wl, kueue.WorkloadPreempted, metav1.ConditionTrue, preempted, msg, now)
+	}
 	if err := r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.Book.Forget(workload.Key(wl))
-	metrics.Evicted(wl, kueue.WorkloadEvictedByAdmissionCheck)
+	metrics.Evicted(wl, evicted)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonRejected, "Dispatch", "%s", msg)
+		r.Recorder.Eventf(wl, nil, eventType, eventReason, "Dispatch", "%s", msg)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -228,5 +229,44 @@ var _ = Describe("Worker faults", Ordered, func() {
 		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(And(HavePrefix("worker us-east did not take the copy within 15s: "), HaveSuffix("placing it elsewhere"))))
 		Expect(eventNotes(ctx, job, "Placed")).To(ContainElement(ContainSubstring("us-east: refused this workload's copy (")))
 		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))
+	})
+
+	It("queues a job its worker's agent preempted again at once, as a preemption, not a rejection", func(ctx SpecContext) {
+		job := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "preempted-there")
+		expectRunningOn(ctx, job, "us-east", wait)
+		// us-east's agent makes room for a higher-priority copy: the test writes its verdict as the
+		// agent does (Evicted and Preempted on the copy, then the Job suspended).
+		east := env.Cluster("us-east").Client()
+		Eventually(func(g Gomega) {
+			rwl := &kueue.Workload{}
+			g.Expect(east.Get(ctx, client.ObjectKeyFromObject(workloadOf(ctx, job)), rwl)).To(Succeed())
+			now := metav1.Now()
+			msg := "Preempted to accommodate a higher-priority workload"
+			meta.SetStatusCondition(&rwl.Status.Conditions, metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: kueue.WorkloadEvictedByPreemption, Message: msg, LastTransitionTime: now})
+			meta.SetStatusCondition(&rwl.Status.Conditions, metav1.Condition{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: kueue.InClusterQueueReason, Message: msg, LastTransitionTime: now})
+			g.Expect(east.Status().Update(ctx, rwl)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			rjob := &batchv1.Job{}
+			g.Expect(east.Get(ctx, client.ObjectKeyFromObject(job), rjob)).To(Succeed())
+			rjob.Spec.Suspend = ptr.To(true)
+			g.Expect(east.Update(ctx, rjob)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(eventNotes(ctx, job, kueue.WorkloadEvictedByPreemption)).To(ContainElement(
+				"worker us-east evicted its copy (Preempted): Preempted to accommodate a higher-priority workload"))
+			wl := workloadOf(ctx, job)
+			rq := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued)
+			g.Expect(rq).NotTo(BeNil())
+			g.Expect(rq.Reason).To(Equal(kueue.WorkloadEvictedByPreemption), "requeued as a preemption: %s", rq.Message)
+			g.Expect(wl.Status.RequeueState).To(BeNil(), "a preempted workload queues again without backoff")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(eventNotes(ctx, job, "Rejected")).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			c := clusterOf(ctx, job)
+			g.Expect(c).NotTo(BeEmpty())
+			g.Expect(runningIn(ctx, c, job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed(), "and it runs again")
 	})
 })
