@@ -34,8 +34,8 @@ type pendingThrottle struct {
 	lastSweep time.Time
 }
 
-// pendingWrite is the last write for one workload, and the message (same reason) waiting to
-// follow it while timer is armed.
+// pendingWrite is the last write for one workload, and the reason and message waiting to follow
+// it while timer is armed.
 type pendingWrite struct {
 	at         time.Time
 	reason     string
