@@ -88,15 +88,16 @@ type Reconciler struct {
 	mu           sync.Mutex
 	pendingSince map[string]time.Time
 	lastMirror   map[string]time.Time
-	// namespaces remembers, per worker connection, the namespaces seen to exist there, so a
-	// reconcile does not ask the worker's API server again (namespaces are not cached).
-	namespaces map[*registry.Worker]map[string]bool
+	// namespaces remembers the namespaces seen to exist in workers ("cluster/namespace"), so a
+	// reconcile does not ask the worker's API server again (namespaces are not cached); a copy
+	// refused with NotFound forgets its namespace.
+	namespaces map[string]bool
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pendingSince, r.lastMirror = map[string]time.Time{}, map[string]time.Time{}
-	r.namespaces = map[*registry.Worker]map[string]bool{}
+	r.namespaces = map[string]bool{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dispatch").
 		For(&kueue.Workload{}).
@@ -497,7 +498,7 @@ func (r *Reconciler) replaceStale(ctx context.Context, w *registry.Worker, obj c
 
 func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, name string) error {
 	r.mu.Lock()
-	known := r.namespaces[w][name]
+	known := r.namespaces[w.Name+"/"+name]
 	r.mu.Unlock()
 	if known {
 		return nil
@@ -517,23 +518,15 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, na
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for c := range r.namespaces {
-		if c != w && c.Name == w.Name {
-			delete(r.namespaces, c) // an earlier connection to the same worker
-		}
-	}
-	if r.namespaces[w] == nil {
-		r.namespaces[w] = map[string]bool{}
-	}
-	r.namespaces[w][name] = true
+	r.namespaces[w.Name+"/"+name] = true
+	r.mu.Unlock()
 	return nil
 }
 
 // namespaceGone forgets that a namespace exists in a worker.
 func (r *Reconciler) namespaceGone(w *registry.Worker, name string) {
 	r.mu.Lock()
-	delete(r.namespaces[w], name)
+	delete(r.namespaces, w.Name+"/"+name)
 	r.mu.Unlock()
 }
 
