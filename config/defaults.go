@@ -120,6 +120,9 @@ func (c *AgentConfiguration) SetDefaults() {
 	}
 	c.ClientConnection.setDefaults()
 	c.LeaderElection.setDefaults(DefaultAgentLease)
+	if len(c.Integrations.Frameworks) == 0 {
+		c.Integrations.Frameworks = []string{FrameworkBatchJob}
+	}
 	if c.Metrics.BindAddress == "" {
 		c.Metrics.BindAddress = DefaultMetricsAddr
 	}

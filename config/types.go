@@ -119,7 +119,7 @@ type Webhook struct {
 
 // Integrations lists managed job frameworks.
 type Integrations struct {
-	// Frameworks are the job kinds the manager manages; "batch/job" is the only one today.
+	// Frameworks are the job kinds managed, by Kueue's names (batch/job, ...).
 	Frameworks []string `json:"frameworks,omitempty"`
 }
 
@@ -194,6 +194,10 @@ type AgentConfiguration struct {
 	CapacityResyncPeriod *metav1.Duration `json:"capacityResyncPeriod,omitempty"`
 	// Origin must match the manager's MultiCluster.Origin: the agent only admits copies carrying it.
 	Origin string `json:"origin,omitempty"`
+	// Integrations lists the job kinds whose copies the agent runs; of those, it runs the kinds its
+	// cluster serves (their CRD is installed) and reports them, so the manager places nothing else
+	// there. List only kinds whose operator runs in the cluster.
+	Integrations Integrations `json:"integrations,omitempty"`
 }
 
 // RESTConfig copies base with this connection's rate limiter, which every client built from the

@@ -30,12 +30,7 @@ func (c *Configuration) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("defaultLocalQueue"), c.DefaultLocalQueue, msg))
 		}
 	}
-	known := []string{FrameworkBatchJob}
-	for i, f := range c.Integrations.Frameworks {
-		if !slices.Contains(known, f) {
-			errs = append(errs, field.NotSupported(field.NewPath("integrations", "frameworks").Index(i), f, known))
-		}
-	}
+	errs = append(errs, c.Integrations.validate(field.NewPath("integrations"))...)
 	errs = append(errs, c.RequeuingStrategy.validate(field.NewPath("requeuingStrategy"))...)
 	strategies := []string{LessThanOrEqualToFinalShare, LessThanInitialShare}
 	for i, s := range c.FairSharing.PreemptionStrategies {
@@ -65,6 +60,25 @@ func (c *AgentConfiguration) Validate() field.ErrorList {
 	errs = append(errs, validateEndpoint(c.Health, field.NewPath("health", "bindAddress"))...)
 	errs = append(errs, validatePositive(c.CapacityResyncPeriod, field.NewPath("capacityResyncPeriod"))...)
 	errs = append(errs, validateOrigin(c.Origin, field.NewPath("origin"))...)
+	errs = append(errs, c.Integrations.validate(field.NewPath("integrations"))...)
+	return errs
+}
+
+// KnownFrameworks are the integrations fleetq ships, by Kueue's names.
+var KnownFrameworks = []string{FrameworkBatchJob}
+
+func (in Integrations) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, f := range in.Frameworks {
+		switch {
+		case !slices.Contains(KnownFrameworks, f):
+			errs = append(errs, field.NotSupported(path.Child("frameworks").Index(i), f, KnownFrameworks))
+		case seen[f]:
+			errs = append(errs, field.Duplicate(path.Child("frameworks").Index(i), f))
+		}
+		seen[f] = true
+	}
 	return errs
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/fleetq/fleetq/dispatch/placement"
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/internal/engine"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/metrics"
 )
@@ -62,6 +63,8 @@ type Options struct {
 	Log    logr.Logger
 	// WakeQueues runs an admission cycle for every queue (capacity appeared somewhere).
 	WakeQueues func()
+	// Integrations are the kinds of jobs dispatched.
+	Integrations *integration.Registry
 }
 
 // Setup registers dispatch's controllers and runnables with the manager.
@@ -79,7 +82,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 	}
 	remote := make(chan event.TypedGenericEvent[*kueue.Workload], 4096)
 	d.copies = &copies.Reconciler{
-		Client: mgr.GetClient(), Book: d.Book, Checks: d.Checks, Clock: opts.Clock, Log: opts.Log.WithName("copies"),
+		Client: mgr.GetClient(), Integrations: opts.Integrations, Book: d.Book, Checks: d.Checks, Clock: opts.Clock, Log: opts.Log.WithName("copies"),
 		Recorder: mgr.GetEventRecorder("fleetq-dispatch"), Origin: mc.Origin,
 		WorkerLostTimeout: mc.WorkerLostTimeout.Duration, RejectAfter: 15 * time.Second, RefuseFor: 5 * time.Minute, MirrorInterval: time.Second,
 		Requeuing: cfg.RequeuingStrategy,
@@ -87,7 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 	}
 	d.mkc = &registry.Controller{Client: mgr.GetClient(), Namespace: cfg.Namespace, Health: make(chan event.TypedGenericEvent[*kueue.MultiKueueCluster], 256)}
 	d.Registry = registry.New(registry.Options{
-		Scheme: mgr.GetScheme(), Origin: mc.Origin,
+		Scheme: mgr.GetScheme(), Origin: mc.Origin, Integrations: opts.Integrations,
 		Connection:    mc.WorkerClientConnection,
 		ProbeInterval: mc.ProbeInterval.Duration, Clock: opts.Clock, Log: opts.Log.WithName("registry"),
 		OnChange: d.remoteChanged, OnHealth: d.healthChanged,
@@ -99,7 +102,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 			return nil, err
 		}
 	}
-	d.gc = &gc.Collector{Client: mgr.GetClient(), Registry: d.Registry, Log: opts.Log.WithName("gc"), Origin: mc.Origin, Interval: mc.GCInterval.Duration}
+	d.gc = &gc.Collector{Client: mgr.GetClient(), Registry: d.Registry, Integrations: opts.Integrations, Log: opts.Log.WithName("gc"), Origin: mc.Origin, Interval: mc.GCInterval.Duration}
 	host, _ := os.Hostname()
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		d.copies, d.mkc, &checks.Controller{Client: mgr.GetClient(), Index: d.Checks}, &flavorWatch{d: d},

@@ -8,6 +8,7 @@ package copies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,9 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/go-multierror"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +39,7 @@ import (
 	"github.com/fleetq/fleetq/dispatch/checks"
 	"github.com/fleetq/fleetq/dispatch/placement"
 	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/jobs"
 	"github.com/fleetq/fleetq/manager/metrics"
@@ -61,13 +61,15 @@ const (
 
 // Reconciler syncs one dispatched workload with its worker.
 type Reconciler struct {
-	Client   client.Client
-	Registry *registry.Registry
-	Book     *placement.Book
-	Checks   *checks.Index
-	Clock    clock.PassiveClock
-	Log      logr.Logger
-	Recorder events.EventRecorder
+	Client client.Client
+	// Integrations are the kinds of jobs a workload may belong to.
+	Integrations *integration.Registry
+	Registry     *registry.Registry
+	Book         *placement.Book
+	Checks       *checks.Index
+	Clock        clock.PassiveClock
+	Log          logr.Logger
+	Recorder     events.EventRecorder
 	// Origin labels every remote object; only objects carrying it are ever deleted.
 	Origin string
 	// WorkerLostTimeout is how long an unreachable worker keeps its workloads; after it their
@@ -117,10 +119,8 @@ func (r *Reconciler) RemoteChanged(_ string, obj client.Object) {
 	switch o := obj.(type) {
 	case *kueue.Workload:
 		wl.Name = o.Name
-	case *batchv1.Job:
-		wl.Name = o.Annotations[WorkloadNameAnnotation]
 	default:
-		return
+		wl.Name = o.GetAnnotations()[WorkloadNameAnnotation]
 	}
 	if wl.Name == "" {
 		return
@@ -147,7 +147,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.forget(key)
 		r.Book.Release(key)
-		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, "", "", "")
+		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, copyRef{}, "", "")
 	}
 	check, ok := r.multiKueueCheck(wl)
 	if !ok {
@@ -220,11 +220,11 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 		// Finished rather than run again.
 		return reconcile.Result{}, err
 	}
-	jobName := jobNameOf(wl)
-	if err := r.removeCopies(ctx, name, jobName, wl.UID, cluster); err != nil {
+	ref := r.copyRefOf(wl)
+	if err := r.removeCopies(ctx, name, ref, wl.UID, cluster); err != nil {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
-	if gone, err := r.copiesGone(ctx, name, jobName, wl.UID, cluster); err != nil || !gone {
+	if gone, err := r.copiesGone(ctx, name, ref, wl.UID, cluster); err != nil || !gone {
 		// Deletions in flight; the worker's watch events bring us back.
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
@@ -237,22 +237,18 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 	if err != nil || job == nil {
 		return reconcile.Result{}, err
 	}
-	if job.Status.Active != 0 || ptr.Deref(job.Status.Ready, 0) != 0 || ptr.Deref(job.Status.Terminating, 0) != 0 || (job.Status.StartTime != nil && ptr.Deref(job.Spec.Suspend, false)) {
-		// As the job controller does for a suspended job: no pods, and no start time, so the
-		// next copy's status can be mirrored (startTime is immutable while unsuspended).
-		orig := job.DeepCopy()
-		job.Status.Active, job.Status.Ready, job.Status.Terminating = 0, ptr.To[int32](0), ptr.To[int32](0)
-		if ptr.Deref(job.Spec.Suspend, false) {
-			job.Status.StartTime = nil
-		}
-		if err := r.Client.Status().Patch(ctx, job, client.MergeFrom(orig)); err != nil {
+	orig := job.obj.DeepCopyObject().(client.Object)
+	if job.a.MirrorStatus(job.obj, nil) {
+		// As the kind's controller does for a suspended job: no pods, so the next copy's status
+		// can be mirrored.
+		if err := r.Client.Status().Patch(ctx, job.obj, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
 	if !workload.HasQuotaReservation(wl) {
 		return reconcile.Result{}, nil
 	}
-	if !ptr.Deref(job.Spec.Suspend, false) {
+	if !job.a.Suspended(job.obj) {
 		// The job integration suspends the job first; its Job is not watched here.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
@@ -271,22 +267,22 @@ func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, clus
 		return false, nil
 	}
 	job, err := r.managerJob(ctx, wl)
-	if err != nil || job == nil || !jobs.Dispatched(job) {
+	if err != nil || job == nil || !jobs.Dispatched(job.a, job.obj) {
 		return false, err
 	}
-	if done, _, _ := jobs.Finished(job); done {
+	if job.a.Status(job.obj).Finished {
 		return true, nil // already mirrored; the job integration finishes the workload
 	}
-	rjob := &batchv1.Job{}
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob); err != nil {
+	rjob := job.a.New()
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job.obj), rjob); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	if done, _, _ := jobs.Finished(rjob); !done || rjob.Annotations[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
+	if !job.a.Status(rjob).Finished || rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
 		return false, nil
 	}
 	if err := r.writeMirror(ctx, job, rjob); err != nil {
 		if apierrors.IsInvalid(err) {
-			r.Log.Info("Finished copy's status not accepted; the job will run again", "job", client.ObjectKeyFromObject(job), "error", err.Error())
+			r.Log.Info("Finished copy's status not accepted; the job will run again", "job", client.ObjectKeyFromObject(job.obj), "kind", job.a.GVK().Kind, "error", err.Error())
 			return false, nil
 		}
 		return false, err
@@ -296,7 +292,7 @@ func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, clus
 
 // copiesGone confirms with the API server of the workload's worker (not a cache) that its copies
 // no longer exist; a lost worker counts as confirmed: its agent fenced them.
-func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, jobName string, uid types.UID, cluster string) (bool, error) {
+func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, ref copyRef, uid types.UID, cluster string) (bool, error) {
 	if cluster == "" {
 		return true, nil
 	}
@@ -312,58 +308,78 @@ func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, 
 	} else if !apierrors.IsNotFound(err) {
 		return false, err
 	}
-	rjobs, err := r.jobCopies(ctx, w.Reader, name, jobName)
+	rjobs, err := r.jobCopies(ctx, w, w.Reader, name, ref)
 	if err != nil {
 		return false, err
 	}
 	for _, j := range rjobs {
-		if j.Annotations[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
+		if j.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-// jobCopies reads the Job copies of a workload from a worker: by name when the workload's Job is
-// known (the copy has its name), else by listing this manager's copies in the namespace.
-func (r *Reconciler) jobCopies(ctx context.Context, reader client.Reader, wl types.NamespacedName, jobName string) ([]*batchv1.Job, error) {
-	var candidates []*batchv1.Job
-	if jobName != "" {
-		j := &batchv1.Job{}
-		if err := reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, j); err != nil {
+// copyRef names the job copy of a workload: its kind and the job's name (a copy has its job's
+// name). A zero copyRef (the workload is gone, so its job is unknown) searches every kind.
+type copyRef struct {
+	a    integration.Adapter
+	name string
+}
+
+// copyRefOf names the job copy of a workload from its owner reference.
+func (r *Reconciler) copyRefOf(wl *kueue.Workload) copyRef {
+	if ref, a, ok := r.Integrations.Owner(wl); ok {
+		return copyRef{a: a, name: ref.Name}
+	}
+	return copyRef{}
+}
+
+// jobCopies reads the job copies of a workload from a worker: by name when the workload's job is
+// known, else by listing this manager's copies of every kind in the namespace, past the cache.
+func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader client.Reader, wl types.NamespacedName, ref copyRef) ([]client.Object, error) {
+	var candidates []client.Object
+	if ref.a != nil {
+		if !w.Serves(ref.a.GVK()) {
+			return nil, nil
+		}
+		j := ref.a.New()
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.name}, j); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
 		candidates = append(candidates, j)
 	} else {
-		list := &batchv1.JobList{}
-		if err := reader.List(ctx, list, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			candidates = append(candidates, &list.Items[i])
+		for _, a := range r.Integrations.Adapters() {
+			if !w.Serves(a.GVK()) {
+				continue
+			}
+			list, err := integration.NewList(a, r.Client.Scheme())
+			if err != nil {
+				return nil, err
+			}
+			if err := w.Reader.List(ctx, list, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+				return nil, fmt.Errorf("listing %s copies: %w", a.GVK().Kind, err)
+			}
+			items, err := integration.Items(list)
+			if err != nil {
+				return nil, err
+			}
+			candidates = append(candidates, items...)
 		}
 	}
-	var out []*batchv1.Job
+	var out []client.Object
 	for _, j := range candidates {
-		if j.Labels[kueue.MultiKueueOriginLabel] == r.Origin && j.Annotations[WorkloadNameAnnotation] == wl.Name {
+		if j.GetLabels()[kueue.MultiKueueOriginLabel] == r.Origin && j.GetAnnotations()[WorkloadNameAnnotation] == wl.Name {
 			out = append(out, j)
 		}
 	}
 	return out, nil
 }
 
-// jobNameOf names the Job that owns a workload ("" when it has none).
-func jobNameOf(wl *kueue.Workload) string {
-	if ref := metav1.GetControllerOf(wl); ref != nil && ref.Kind == "Job" {
-		return ref.Name
-	}
-	return ""
-}
-
-// removeCopies deletes a workload's Workload and Job copies from every worker, only those that
+// removeCopies deletes a workload's Workload and job copies from every worker, only those that
 // carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
 // reached holds its copies until it is lost (its agent fenced them) or back (then they go).
-func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, jobName string, uid types.UID, cluster string) error {
+func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, ref copyRef, uid types.UID, cluster string) error {
 	var errs *multierror.Error
 	for _, c := range r.Registry.Names() {
 		w, h := r.Registry.Get(c)
@@ -373,14 +389,10 @@ func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, 
 			}
 			continue
 		}
-		rjobs, err := r.jobCopies(ctx, w.Client, wl, jobName)
+		objs, err := r.jobCopies(ctx, w, w.Client, wl, ref)
 		if err != nil {
 			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
 			continue
-		}
-		objs := []client.Object{}
-		for _, j := range rjobs {
-			objs = append(objs, j)
 		}
 		rwl := &kueue.Workload{}
 		if err := w.Client.Get(ctx, wl, rwl); err == nil {
@@ -413,35 +425,50 @@ func (r *Reconciler) deleteOwned(ctx context.Context, w *registry.Worker, obj cl
 	return nil
 }
 
-func (r *Reconciler) managerJob(ctx context.Context, wl *kueue.Workload) (*batchv1.Job, error) {
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil || ref.Kind != "Job" {
+// job is a manager workload's job, with its kind's adapter.
+type job struct {
+	a   integration.Adapter
+	obj client.Object
+}
+
+// managerJob reads the job that owns a workload (nil when it has none, or it is gone).
+func (r *Reconciler) managerJob(ctx context.Context, wl *kueue.Workload) (*job, error) {
+	ref, a, ok := r.Integrations.Owner(wl)
+	if !ok {
 		return nil, nil
 	}
-	job := &batchv1.Job{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
+	obj := integration.NewObject(a, wl.Namespace, *ref)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if job.UID != ref.UID {
+	if obj.GetUID() != ref.UID {
 		return nil, nil
 	}
-	return job, nil
+	return &job{a: a, obj: obj}, nil
 }
 
 // ensureCopies creates what the worker needs to run the workload and returns the Workload copy.
-func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *kueue.Workload, job *batchv1.Job) (*kueue.Workload, error) {
+func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *kueue.Workload, j *job) (*kueue.Workload, error) {
+	if !w.Serves(j.a.GVK()) {
+		return nil, fmt.Errorf("%w: it does not serve %s (install its CRD and operator there)", errNotServed, j.a.GVK().GroupKind())
+	}
 	if err := r.ensureNamespace(ctx, w, wl.Namespace); err != nil {
 		return nil, err
 	}
-	rjob, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(job), &batchv1.Job{}, func() (*batchv1.Job, error) {
-		return r.remoteJob(ctx, wl, job)
+	flavors, err := jobs.Flavors(ctx, r.Client, wl)
+	if err != nil {
+		return nil, err
+	}
+	placements := integration.Placements(wl, flavors, nil)
+	rjob, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(j.obj), j.a.New(), func() (client.Object, error) {
+		return r.remoteJob(wl, j, placements)
 	})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			// The namespace was deleted in the worker since it was seen: create it again.
 			r.namespaceGone(w, wl.Namespace)
 		}
-		return nil, fmt.Errorf("job copy: %w", err)
+		return nil, fmt.Errorf("%s copy: %w", j.a.GVK().Kind, err)
 	}
 	if stale, err := r.replaceStale(ctx, w, rjob, wl.UID); stale || err != nil {
 		return nil, err
@@ -451,7 +478,7 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 		if err != nil {
 			return nil, err
 		}
-		return r.remoteWorkload(wl, rjob, policy), nil
+		return r.remoteWorkload(wl, j.a, rjob, policy, placements)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workload copy: %w", err)
@@ -530,51 +557,31 @@ func (r *Reconciler) namespaceGone(w *registry.Worker, name string) {
 	r.mu.Unlock()
 }
 
-// remoteJob builds the worker's copy of a Job: suspended (the agent starts it when it fits),
-// with the pod template the user wrote plus the assigned flavors' node selector and tolerations.
-func (r *Reconciler) remoteJob(ctx context.Context, wl *kueue.Workload, job *batchv1.Job) (*batchv1.Job, error) {
-	labels := maps.Clone(job.Labels)
+// remoteJob builds the worker's copy of a job: suspended (the agent starts it when it fits),
+// without the queue label and managedBy, with the pod templates the user wrote plus the admitted
+// placement (flavors' node selector and tolerations, identity labels).
+func (r *Reconciler) remoteJob(wl *kueue.Workload, j *job, placements []integration.PodSetPlacement) (client.Object, error) {
+	c := j.a.Copy(j.obj)
+	labels := maps.Clone(c.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	delete(labels, kueue.QueueNameLabel)
 	labels[kueue.MultiKueueOriginLabel] = r.Origin
-	annotations := maps.Clone(job.Annotations)
+	c.SetLabels(labels)
+	annotations := maps.Clone(c.GetAnnotations())
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
 	annotations[kueue.MultiKueueOriginUIDAnnotation] = string(wl.UID)
 	annotations[WorkloadNameAnnotation] = wl.Name
-	spec := *job.Spec.DeepCopy()
-	spec.Suspend = ptr.To(true)
-	spec.ManagedBy = nil
-	spec.Selector, spec.ManualSelector = nil, nil
-	if len(wl.Spec.PodSets) > 0 {
-		spec.Template = *wl.Spec.PodSets[0].Template.DeepCopy()
+	c.SetAnnotations(annotations)
+	j.a.SetSuspended(c, true)
+	j.a.SetManagedBy(c, "")
+	if err := j.a.ApplyPlacements(c, placements); err != nil {
+		return nil, err
 	}
-	for _, l := range []string{batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name"} {
-		delete(spec.Template.Labels, l)
-	}
-	flavors := map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor{}
-	for _, psa := range wl.Status.Admission.PodSetAssignments {
-		for _, f := range psa.Flavors {
-			rf := &kueue.ResourceFlavor{}
-			if err := r.Client.Get(ctx, types.NamespacedName{Name: string(f)}, rf); err != nil {
-				return nil, fmt.Errorf("resourceflavor %q: %w", f, err)
-			}
-			flavors[f] = rf
-		}
-	}
-	for i := range wl.Status.Admission.PodSetAssignments {
-		psa := &wl.Status.Admission.PodSetAssignments[i]
-		if psa.Name == jobs.PodSetName {
-			jobs.Inject(&spec.Template, jobs.PlacementFor(psa, flavors, nil))
-		}
-	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, Labels: labels, Annotations: annotations},
-		Spec:       spec,
-	}, nil
+	return c, nil
 }
 
 // localPreemption lets the agent evict lower-priority copies for this one when the workload's
@@ -592,7 +599,24 @@ func (r *Reconciler) localPreemption(ctx context.Context, wl *kueue.Workload) (f
 
 func allows(p kueue.PreemptionPolicy) bool { return p != "" && p != kueue.PreemptionPolicyNever }
 
-func (r *Reconciler) remoteWorkload(wl *kueue.Workload, rjob *batchv1.Job, policy fleetq.LocalPreemptionPolicy) *kueue.Workload {
+// remoteWorkload builds the worker's copy of a workload, owned by the job copy: its pod sets'
+// templates carry the admitted placement, and PodSetFlavorsAnnotation the flavors, so the agent
+// needs nothing of the job's kind to fit, count and check its pods.
+func (r *Reconciler) remoteWorkload(wl *kueue.Workload, a integration.Adapter, rjob client.Object, policy fleetq.LocalPreemptionPolicy, placements []integration.PodSetPlacement) (*kueue.Workload, error) {
+	flavors := map[kueue.PodSetReference]map[corev1.ResourceName]kueue.ResourceFlavorReference{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		flavors[psa.Name] = psa.Flavors
+	}
+	flavorsJSON, err := json.Marshal(flavors)
+	if err != nil {
+		return nil, err
+	}
+	spec := *wl.Spec.DeepCopy()
+	for i := range spec.PodSets {
+		if p, ok := integration.Find(placements, spec.PodSets[i].Name); ok {
+			integration.Inject(&spec.PodSets[i].Template, p.Placement)
+		}
+	}
 	return &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: wl.Name, Namespace: wl.Namespace,
@@ -601,14 +625,15 @@ func (r *Reconciler) remoteWorkload(wl *kueue.Workload, rjob *batchv1.Job, polic
 				kueue.MultiKueueOriginUIDAnnotation: string(wl.UID),
 				fleetq.OriginClusterQueueAnnotation: string(wl.Status.Admission.ClusterQueue),
 				fleetq.LocalPreemptionAnnotation:    string(policy),
+				fleetq.PodSetFlavorsAnnotation:      string(flavorsJSON),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job", Name: rjob.Name, UID: rjob.UID,
+				APIVersion: a.GVK().GroupVersion().String(), Kind: a.GVK().Kind, Name: rjob.GetName(), UID: rjob.GetUID(),
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 			}},
 		},
-		Spec: *wl.Spec.DeepCopy(),
-	}
+		Spec: spec,
+	}, nil
 }
 
 // follow turns the worker's verdict on its copy into the admission check.
@@ -714,6 +739,10 @@ func (r *Reconciler) waited(key string) time.Duration {
 	return r.Clock.Since(since)
 }
 
+// errNotServed marks a worker that does not serve the job's kind: it refuses the copy as a worker
+// whose API server answered so would.
+var errNotServed = errors.New("the worker cannot run it")
+
 // errForeign marks an object in a worker that holds a copy's name but is not this manager's.
 var errForeign = errors.New("was not created by this manager")
 
@@ -721,7 +750,7 @@ var errForeign = errors.New("was not created by this manager")
 // same request will meet again (quota, policy, validation, an object of the same name), rather
 // than a conflict, throttling or no answer at all.
 func refusal(err error) bool {
-	if errors.Is(err, errForeign) {
+	if errors.Is(err, errForeign) || errors.Is(err, errNotServed) {
 		return true
 	}
 	var st apierrors.APIStatus
@@ -828,17 +857,13 @@ func (r *Reconciler) endRun(ctx context.Context, wl *kueue.Workload, check kueue
 	return nil
 }
 
-// writeMirror replaces the management cluster's Job status with its copy's (an update, not a
-// merge patch: lists such as uncountedTerminatedPods must match the copy exactly).
-func (r *Reconciler) writeMirror(ctx context.Context, job, rjob *batchv1.Job) error {
-	start := job.Status.StartTime
-	job.Status = *rjob.Status.DeepCopy()
-	if start != nil {
-		// The API server refuses to move an unsuspended Job's startTime once set: a job dispatched
-		// again after a preemption keeps its first start here (else its finish is never mirrored).
-		job.Status.StartTime = start
+// writeMirror writes the copy's status into the management cluster's job (an update, not a
+// merge patch: lists such as a Job's uncountedTerminatedPods must match the copy exactly).
+func (r *Reconciler) writeMirror(ctx context.Context, j *job, remote client.Object) error {
+	if !j.a.MirrorStatus(j.obj, remote) {
+		return nil
 	}
-	return r.Client.Status().Update(ctx, job)
+	return r.Client.Status().Update(ctx, j.obj)
 }
 
 // soonest shortens a result's requeue to d when d comes first.
@@ -849,13 +874,13 @@ func soonest(res reconcile.Result, d time.Duration) reconcile.Result {
 	return res
 }
 
-// mirror copies the worker's Job status to the management cluster's Job, at most once per
+// mirror copies the worker's job status to the management cluster's job, at most once per
 // MirrorInterval while it runs, at once when it finishes.
-func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, job *batchv1.Job, res reconcile.Result) (reconcile.Result, error) {
-	if !jobs.Dispatched(job) {
+func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, j *job, res reconcile.Result) (reconcile.Result, error) {
+	if !jobs.Dispatched(j.a, j.obj) {
 		return res, nil
 	}
-	if ptr.Deref(job.Spec.Suspend, false) {
+	if j.a.Suspended(j.obj) {
 		// The job integration starts it once the workload is Admitted; a status mirrored into
 		// a suspended job would contradict its spec. Once Admitted, look again soon: the worker
 		// may not change the copy's status again for a long time. Before, the worker's verdict
@@ -865,29 +890,33 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 		}
 		return soonest(res, time.Second), nil
 	}
-	rjob := &batchv1.Job{}
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job), rjob); err != nil {
+	rjob := j.a.New()
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(j.obj), rjob); err != nil {
 		return res, client.IgnoreNotFound(err)
 	}
-	if rjob.Annotations[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) || equality.Semantic.DeepEqual(job.Status, rjob.Status) {
+	if rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
+		return res, nil
+	}
+	probe := j.obj.DeepCopyObject().(client.Object)
+	if !j.a.MirrorStatus(probe, rjob) {
 		return res, nil
 	}
 	key := workload.Key(wl)
-	done, _, _ := jobs.Finished(rjob)
+	done := j.a.Status(rjob).Finished
 	r.mu.Lock()
 	wait := r.MirrorInterval - r.Clock.Since(r.lastMirror[key])
 	r.mu.Unlock()
 	if !done && wait > 0 {
 		return soonest(res, wait), nil
 	}
-	if err := r.writeMirror(ctx, job, rjob); err != nil {
+	if err := r.writeMirror(ctx, j, rjob); err != nil {
 		if apierrors.IsInvalid(err) {
 			// The API server refuses this transition (e.g. a copy that finished as it was
 			// preempted); retrying the same write cannot help, the next change of the copy may.
-			r.Log.Info("Job status not mirrored", "job", client.ObjectKeyFromObject(job), "cluster", w.Name, "error", err.Error())
+			r.Log.Info("Job status not mirrored", "job", client.ObjectKeyFromObject(j.obj), "kind", j.a.GVK().Kind, "cluster", w.Name, "error", err.Error())
 			return soonest(res, 10*time.Second), nil
 		}
-		return res, fmt.Errorf("mirroring job %s/%s from worker %s: %w", job.Namespace, job.Name, w.Name, err)
+		return res, fmt.Errorf("mirroring %s %s/%s from worker %s: %w", j.a.GVK().Kind, j.obj.GetNamespace(), j.obj.GetName(), w.Name, err)
 	}
 	r.mu.Lock()
 	r.lastMirror[key] = r.Clock.Now()

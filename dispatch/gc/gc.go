@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/go-multierror"
-	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +20,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/dispatch/copies"
 	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
@@ -29,9 +29,11 @@ type Collector struct {
 	// Client reads the manager's workloads.
 	Client   client.Client
 	Registry *registry.Registry
-	Log      logr.Logger
-	Origin   string
-	Interval time.Duration
+	// Integrations are the kinds of job copies to collect besides Workloads.
+	Integrations *integration.Registry
+	Log          logr.Logger
+	Origin       string
+	Interval     time.Duration
 }
 
 // NeedLeaderElection: only the leader owns copies.
@@ -90,16 +92,26 @@ func (c *Collector) collect(ctx context.Context, w *registry.Worker) (int, error
 	if err := w.Client.List(ctx, wls, origin); err != nil {
 		return 0, err
 	}
-	jobs := &batchv1.JobList{}
-	if err := w.Client.List(ctx, jobs, origin); err != nil {
-		return 0, err
-	}
 	var objs []client.Object
 	for i := range wls.Items {
 		objs = append(objs, &wls.Items[i])
 	}
-	for i := range jobs.Items {
-		objs = append(objs, &jobs.Items[i])
+	for _, a := range c.Integrations.Adapters() {
+		if !w.Serves(a.GVK()) {
+			continue
+		}
+		list, err := integration.NewList(a, c.Client.Scheme())
+		if err != nil {
+			return 0, err
+		}
+		if err := w.Client.List(ctx, list, origin); err != nil {
+			return 0, fmt.Errorf("listing %s copies: %w", a.GVK().Kind, err)
+		}
+		items, err := integration.Items(list)
+		if err != nil {
+			return 0, err
+		}
+		objs = append(objs, items...)
 	}
 	var errs *multierror.Error
 	deleted := 0
@@ -131,8 +143,8 @@ func (c *Collector) collect(ctx context.Context, w *registry.Worker) (int, error
 // orphan decides whether a copy in cluster still belongs to a workload running there.
 func (c *Collector) orphan(ctx context.Context, cluster string, obj client.Object) (bool, error) {
 	name := obj.GetName()
-	if j, ok := obj.(*batchv1.Job); ok {
-		name = j.Annotations[copies.WorkloadNameAnnotation]
+	if _, isWorkload := obj.(*kueue.Workload); !isWorkload {
+		name = obj.GetAnnotations()[copies.WorkloadNameAnnotation]
 	}
 	wl := &kueue.Workload{}
 	err := c.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, wl)

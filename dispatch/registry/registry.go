@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -31,6 +31,7 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/integration"
 )
 
 // Reasons of the MultiKueueCluster Active condition.
@@ -62,14 +63,23 @@ type Worker struct {
 
 	cache     ctrlcache.Cache
 	discovery discovery.ServerVersionInterface
-	cancel    context.CancelFunc
-	synced    chan struct{}
+	// served are the integrated kinds of jobs the worker's API server serves (when it connected).
+	served map[schema.GroupVersionKind]bool
+	cancel context.CancelFunc
+	synced chan struct{}
 }
+
+// Serves reports whether the worker's API server served a kind of job when the manager
+// connected: copies of other kinds cannot be created there.
+func (w *Worker) Serves(gvk schema.GroupVersionKind) bool { return w.served[gvk] }
 
 // Options configure a Registry.
 type Options struct {
 	Scheme *runtime.Scheme
 	Origin string
+	// Integrations are the kinds of jobs whose copies the registry caches in every worker that
+	// serves them.
+	Integrations *integration.Registry
 	// Connection sizes each worker's shared rate limiter.
 	Connection config.ClientConnection
 	// ProbeInterval is how often workers are probed; ConnectTimeout bounds the first sync.
@@ -270,17 +280,31 @@ func (r *Registry) connect(ctx context.Context, name string, kubeconfig []byte) 
 	}
 	rc = r.opts.Connection.RESTConfig(rc, "fleetq-manager")
 	rc.Timeout = 30 * time.Second
+	probeCfg := rest.CopyConfig(rc)
+	probeCfg.Timeout = 5 * time.Second // a frozen API server must not stall the probe loop
+	dc, err := discovery.NewDiscoveryClientForConfig(probeCfg)
+	if err != nil {
+		return nil, ReasonClientConnectionFailed, err
+	}
+	// A quick reachability check gives a clear error before informers start retrying forever.
+	if _, err := dc.ServerVersion(); err != nil {
+		return nil, ReasonClientConnectionFailed, fmt.Errorf("reaching %s: %w", rc.Host, err)
+	}
+	kinds, served, err := r.servedKinds(dc)
+	if err != nil {
+		return nil, ReasonClientConnectionFailed, err
+	}
 	origin := labels.SelectorFromSet(labels.Set{kueue.MultiKueueOriginLabel: r.opts.Origin})
-	c, err := ctrlcache.New(rc, ctrlcache.Options{
-		Scheme: r.opts.Scheme,
-		ByObject: map[client.Object]ctrlcache.ByObject{
-			&kueue.Workload{}:        {Label: origin},
-			&batchv1.Job{}:           {Label: origin},
-			&kueue.ResourceFlavor{}:  {Label: origin},
-			&fleetq.CapacityReport{}: {},
-			&coordinationv1.Lease{}:  {Label: labels.SelectorFromSet(labels.Set{kueue.MultiKueueOriginLabel: r.opts.Origin})},
-		},
-	})
+	byObject := map[client.Object]ctrlcache.ByObject{
+		&kueue.Workload{}:        {Label: origin},
+		&kueue.ResourceFlavor{}:  {Label: origin},
+		&fleetq.CapacityReport{}: {},
+		&coordinationv1.Lease{}:  {Label: origin},
+	}
+	for _, k := range kinds {
+		byObject[k] = ctrlcache.ByObject{Label: origin}
+	}
+	c, err := ctrlcache.New(rc, ctrlcache.Options{Scheme: r.opts.Scheme, ByObject: byObject})
 	if err != nil {
 		return nil, ReasonClientConnectionFailed, fmt.Errorf("cache: %w", err)
 	}
@@ -295,20 +319,9 @@ func (r *Registry) connect(ctx context.Context, name string, kubeconfig []byte) 
 	if err != nil {
 		return nil, ReasonClientConnectionFailed, err
 	}
-	probeCfg := rest.CopyConfig(rc)
-	probeCfg.Timeout = 5 * time.Second // a frozen API server must not stall the probe loop
-	dc, err := discovery.NewDiscoveryClientForConfig(probeCfg)
-	if err != nil {
-		return nil, ReasonClientConnectionFailed, err
-	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{Name: name, Client: cl, Reader: reader, cache: c, discovery: dc, cancel: cancel, synced: make(chan struct{})}
-	// A quick reachability check gives a clear error before informers start retrying forever.
-	if _, err := dc.ServerVersion(); err != nil {
-		cancel()
-		return nil, ReasonClientConnectionFailed, fmt.Errorf("reaching %s: %w", rc.Host, err)
-	}
-	for _, obj := range []client.Object{&kueue.Workload{}, &batchv1.Job{}, &fleetq.CapacityReport{}} {
+	w := &Worker{Name: name, Client: cl, Reader: reader, cache: c, discovery: dc, served: served, cancel: cancel, synced: make(chan struct{})}
+	for _, obj := range append([]client.Object{&kueue.Workload{}, &fleetq.CapacityReport{}}, kinds...) {
 		inf, err := c.GetInformer(wctx, obj)
 		if err != nil {
 			cancel()
@@ -333,6 +346,24 @@ func (r *Registry) connect(ctx context.Context, name string, kubeconfig []byte) 
 	close(w.synced)
 	r.opts.Log.Info("Connected to worker", "cluster", name, "host", rc.Host)
 	return w, "", nil
+}
+
+// servedKinds keeps the integrated kinds the worker's API server serves.
+func (r *Registry) servedKinds(dc discovery.ServerResourcesInterface) ([]client.Object, map[schema.GroupVersionKind]bool, error) {
+	if r.opts.Integrations == nil {
+		return nil, nil, nil
+	}
+	adapters, err := integration.Served(dc, r.opts.Integrations.Adapters())
+	if err != nil {
+		return nil, nil, err
+	}
+	served := map[schema.GroupVersionKind]bool{}
+	var kinds []client.Object
+	for _, a := range adapters {
+		served[a.GVK()] = true
+		kinds = append(kinds, a.New())
+	}
+	return kinds, served, nil
 }
 
 func (r *Registry) handler(cluster string) toolscache.ResourceEventHandler {

@@ -46,6 +46,8 @@ type Manager struct {
 	CertDir string
 	Clock   clock.PassiveClock
 	Log     logr.Logger
+	// JobKinds are the integrated kinds whose jobs the job webhooks see.
+	JobKinds []webhooks.JobKind
 }
 
 // Hosts are the names the webhook server must be reachable by.
@@ -173,7 +175,7 @@ func secretData(ca, serving *pki.KeyPair) map[string][]byte {
 // ensureConfigurations creates the webhook configurations or patches them to the desired
 // webhooks and caBundle.
 func (m *Manager) ensureConfigurations(ctx context.Context, caBundle []byte) error {
-	wantM, wantV := webhooks.Configurations(m.Config, caBundle)
+	wantM, wantV := webhooks.Configurations(m.Config, caBundle, m.JobKinds)
 	curM := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := m.ensure(ctx, curM, wantM, func() bool { return equality.Semantic.DeepEqual(curM.Webhooks, wantM.Webhooks) }, func() { curM.Webhooks = wantM.Webhooks }); err != nil {
 		return err

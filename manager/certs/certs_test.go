@@ -29,7 +29,8 @@ func newManager(t *testing.T, clk *clocktesting.FakeClock, c client.Client, url 
 	cfg := &config.Configuration{Webhook: config.Webhook{URL: url}}
 	cfg.SetDefaults()
 	cfg.Webhook.CertValidity = &metav1.Duration{Duration: 30 * time.Hour}
-	return &Manager{Client: c, Config: cfg, CertDir: t.TempDir(), Clock: clk, Log: logr.Discard()}
+	jobs := []webhooks.JobKind{{Kind: "Job", Group: "batch", Version: "v1", Resource: "jobs", MutatePath: "/mutate-batch-v1-job", ValidatePath: "/validate-batch-v1-job"}}
+	return &Manager{Client: c, Config: cfg, CertDir: t.TempDir(), Clock: clk, Log: logr.Discard(), JobKinds: jobs}
 }
 
 func servingCert(t *testing.T, dir string) *x509.Certificate {
@@ -119,7 +120,7 @@ func TestEnsureCreatesRenewsAndShares(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: webhooks.ValidatingConfigurationName}, validating); err != nil {
 		t.Fatal(err)
 	}
-	if got := *validating.Webhooks[0].ClientConfig.URL; got != "https://10.1.2.3:9443"+webhooks.ValidateJobPath {
+	if got := *validating.Webhooks[0].ClientConfig.URL; got != "https://10.1.2.3:9443/validate-batch-v1-job" {
 		t.Errorf("webhook URL = %s", got)
 	}
 }

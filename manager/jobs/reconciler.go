@@ -1,23 +1,22 @@
-// Package jobs integrates batch/v1 Jobs: a Job labelled with kueue.x-k8s.io/queue-name is created
-// suspended (webhook), gets one Workload, starts when the Workload is admitted (with its flavor's
-// node labels and tolerations injected), stops and requeues when it is evicted, and releases its
-// quota the moment it finishes or is deleted. Pending jobs create no pods, ever.
+// Package jobs runs every integrated kind of job through its Workload, through the kind's
+// integration.Adapter: a job labelled with kueue.x-k8s.io/queue-name is created suspended
+// (webhook), gets one Workload, starts when the Workload is admitted (with its flavors' node
+// labels, tolerations and fleetq's identity labels injected per pod set), stops and requeues when
+// it is evicted, and releases its quota the moment it finishes or is deleted. Pending jobs create
+// no pods, ever. One controller runs per integrated kind.
 package jobs
 
 import (
 	"context"
 	"fmt"
-	"math"
-	"time"
+	"strings"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -31,17 +30,18 @@ import (
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
 // Labels and values the integration uses.
 const (
-	// JobUIDLabel on a Workload holds the UID of the Job it was created for (as in Kueue).
+	// JobUIDLabel on a Workload holds the UID of the job it was created for (as in Kueue).
 	JobUIDLabel = "kueue.x-k8s.io/job-uid"
-	// OwnerJobIndex indexes Workloads by the name of the Job that owns them.
-	OwnerJobIndex = "fleetq.ownerJob"
-	// ManagedByMultiKueue is the spec.managedBy of Jobs that run in a worker cluster: the
-	// management cluster's job controller leaves them alone and dispatch mirrors their status.
+	// OwnerIndex indexes Workloads by the kind and name of the job that owns them (OwnerKey).
+	OwnerIndex = "fleetq.ownerJob"
+	// ManagedByMultiKueue is the managedBy of jobs that run in a worker cluster: the management
+	// cluster's controllers leave them alone and dispatch mirrors their status.
 	ManagedByMultiKueue = kueue.MultiKueueControllerName
 )
 
@@ -53,38 +53,59 @@ const (
 	ReasonPending         = "Pending"
 )
 
-// Reconciler drives one Job and its Workload through their life.
+// Reconciler drives the jobs of one kind and their Workloads through their life.
 type Reconciler struct {
-	Client   client.Client
-	Clock    clock.PassiveClock
-	Recorder events.EventRecorder
-	Log      logr.Logger
-	Config   *config.Configuration
+	Adapter integration.Adapter
+	// Integrations tells jobs that another integrated job owns (a RayJob's RayCluster, a
+	// JobSet's Jobs): those are left to their owner's workload.
+	Integrations *integration.Registry
+	Client       client.Client
+	Clock        clock.PassiveClock
+	Recorder     events.EventRecorder
+	Log          logr.Logger
+	Config       *config.Configuration
 }
 
-// SetupIndexes registers the field index from Workload to owning Job name.
+// OwnerKey is the OwnerIndex value of a job: "<group>/<Kind>/<name>".
+func OwnerKey(gvk schema.GroupVersionKind, name string) string {
+	return gvk.Group + "/" + gvk.Kind + "/" + name
+}
+
+// SetupIndexes registers the field index from Workload to owning job.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, OwnerJobIndex, func(o client.Object) []string {
-		for _, ref := range o.GetOwnerReferences() {
-			if ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
-				return []string{ref.Name}
-			}
+	return mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, OwnerIndex, func(o client.Object) []string {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil {
+			return nil
 		}
-		return nil
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			return nil
+		}
+		return []string{OwnerKey(gv.WithKind(ref.Kind), ref.Name)}
 	})
 }
 
-// SetupWithManager registers the controller; Workload changes reach the owning Job.
+// SetupWithManager registers the kind's controller; Workload changes reach the owning job.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("jobs").
-		For(&batchv1.Job{}).
-		Watches(&kueue.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &batchv1.Job{}, handler.OnlyControllerOwner())).
+		Named(ControllerName(r.Adapter)).
+		For(r.Adapter.New()).
+		Watches(&kueue.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.Adapter.New(), handler.OnlyControllerOwner())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
 
-// Reconcile moves one Job a step; every step is decided from what the objects say now.
+// ControllerName names a kind's controller in logs and metrics: "jobs" for batch/v1 Jobs (as
+// before there were other kinds), "jobs-<kind>" for the others.
+func ControllerName(a integration.Adapter) string {
+	if a.GVK().Group == "batch" && a.GVK().Kind == "Job" {
+		return "jobs"
+	}
+	return "jobs-" + strings.ToLower(a.GVK().Kind)
+}
+
+// Reconcile moves one job a step; every step is decided from what the objects say now.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
@@ -96,89 +117,91 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	job := &batchv1.Job{}
-	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+	obj := r.Adapter.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, r.deleteOrphans(ctx, req.NamespacedName, "")
 		}
 		return reconcile.Result{}, err
 	}
-	if !Managed(job, r.Config) {
+	if !r.managed(obj) {
 		return reconcile.Result{}, nil
 	}
-	// Workloads of an earlier Job with the same name go; quota they hold is released.
-	if err := r.deleteOrphans(ctx, req.NamespacedName, job.UID); err != nil {
+	// Workloads of an earlier job with the same name go; quota they hold is released.
+	if err := r.deleteOrphans(ctx, req.NamespacedName, obj.GetUID()); err != nil {
 		return reconcile.Result{}, err
 	}
-	wl, err := r.ensureWorkload(ctx, job)
+	st := r.Adapter.Status(obj)
+	wl, err := r.ensureWorkload(ctx, obj, st)
 	if err != nil || wl == nil {
 		return reconcile.Result{}, err
 	}
-	log := r.Log.WithValues("job", req.NamespacedName, "workload", wl.Name)
+	log := r.Log.WithValues(strings.ToLower(r.Adapter.GVK().Kind), req.NamespacedName, "workload", wl.Name)
 
-	if done, reason, msg := Finished(job); done {
-		return reconcile.Result{}, r.finish(ctx, wl, reason, msg)
+	if st.Finished {
+		return reconcile.Result{}, r.finish(ctx, wl, st)
 	}
 	if workload.IsFinished(wl) {
 		return reconcile.Result{}, nil
 	}
 	switch {
 	case workload.HasQuotaReservation(wl) && (workload.IsEvicted(wl) || !workload.IsActive(wl)):
-		return r.stop(ctx, log, job, wl)
+		return r.stop(ctx, log, obj, wl, st)
 	case workload.IsAdmitted(wl) && !workload.IsEvicted(wl):
-		return reconcile.Result{}, r.start(ctx, log, job, wl)
+		return reconcile.Result{}, r.start(ctx, log, obj, wl)
 	case !workload.HasQuotaReservation(wl):
-		return reconcile.Result{}, r.keepSuspended(ctx, job, wl)
+		return reconcile.Result{}, r.keepSuspended(ctx, obj, wl)
 	}
 	return reconcile.Result{}, nil
 }
 
-// Managed reports whether fleetq manages the Job: it names a queue, or the configuration
-// manages jobs without one. Jobs owned by another workload-managing object are left alone.
-func Managed(job *batchv1.Job, cfg *config.Configuration) bool {
-	if _, ok := job.Labels[kueue.QueueNameLabel]; ok {
+// managed reports whether fleetq manages the job: it names a queue, or the configuration manages
+// jobs without one; a job another integrated job owns is its owner's business.
+func (r *Reconciler) managed(obj client.Object) bool {
+	if r.Integrations != nil {
+		if _, _, owned := r.Integrations.Owner(obj); owned {
+			return false
+		}
+	}
+	return Managed(obj, r.Config)
+}
+
+// Managed reports whether a job names a queue, or the configuration manages jobs without one.
+func Managed(obj client.Object, cfg *config.Configuration) bool {
+	if _, ok := obj.GetLabels()[kueue.QueueNameLabel]; ok {
 		return true
 	}
 	return cfg != nil && cfg.ManageJobsWithoutQueueName
 }
 
-// Dispatched reports whether a Job runs in a worker cluster (spec.managedBy is MultiKueue's):
+// Dispatched reports whether a job runs in a worker cluster (its managedBy is MultiKueue's):
 // its pods never exist here and its status is mirrored from the worker's copy.
-func Dispatched(job *batchv1.Job) bool {
-	return job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == ManagedByMultiKueue
+func Dispatched(a integration.Adapter, obj client.Object) bool {
+	return a.ManagedBy(obj) == ManagedByMultiKueue
 }
 
-// Finished reports whether a Job has finished, with the workload reason and a message.
-func Finished(job *batchv1.Job) (bool, string, string) {
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, kueue.WorkloadFinishedReasonSucceeded, "Job finished successfully"
-		case batchv1.JobFailed:
-			msg := c.Message
-			if msg == "" {
-				msg = "Job failed"
-			}
-			return true, kueue.WorkloadFinishedReasonFailed, msg
-		}
-	}
-	return false, "", ""
+// WorkloadName is the name of a job's Workload.
+func WorkloadName(a integration.Adapter, obj client.Object) string {
+	return workload.NameFor(a.GVK().Kind, obj.GetName(), obj.GetUID())
 }
 
-func (r *Reconciler) ensureWorkload(ctx context.Context, job *batchv1.Job) (*kueue.Workload, error) {
-	name := workload.NameFor("Job", job.Name, job.UID)
+func (r *Reconciler) ensureWorkload(ctx context.Context, obj client.Object, st integration.Status) (*kueue.Workload, error) {
+	name := WorkloadName(r.Adapter, obj)
 	wl := &kueue.Workload{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, wl)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, wl)
 	if err == nil {
-		if !workload.HasQuotaReservation(wl) && !workload.IsFinished(wl) && !PodSetsEqual(wl.Spec.PodSets, PodSets(job)) {
-			// The job was edited while it waited: the workload follows it.
-			orig := wl.DeepCopy()
-			wl.Spec.PodSets = PodSets(job)
-			if err := r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-				return nil, fmt.Errorf("updating workload %s/%s of job %s: %w", wl.Namespace, wl.Name, job.Name, err)
+		if !workload.HasQuotaReservation(wl) && !workload.IsFinished(wl) {
+			podSets, err := r.Adapter.PodSets(obj)
+			if err != nil {
+				return nil, nil // the job was edited into something invalid; its webhook refuses that
+			}
+			if !integration.PodSetsEqual(wl.Spec.PodSets, podSets) {
+				// The job was edited while it waited: the workload follows it.
+				orig := wl.DeepCopy()
+				wl.Spec.PodSets = podSets
+				if err := r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+					return nil, fmt.Errorf("updating workload %s/%s of %s %s: %w", wl.Namespace, wl.Name, r.Adapter.GVK().Kind, obj.GetName(), err)
+				}
 			}
 		}
 		return wl, nil
@@ -186,61 +209,76 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, job *batchv1.Job) (*kue
 	if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	if done, _, _ := Finished(job); done {
+	if st.Finished {
 		return nil, nil // finished before we saw it: nothing to account
 	}
-	wl, err = r.newWorkload(ctx, job, name)
+	wl, err = r.newWorkload(ctx, obj, name)
 	if err != nil {
-		r.event(job, corev1.EventTypeWarning, "WorkloadNotCreated", "%v", err)
+		r.event(obj, corev1.EventTypeWarning, "WorkloadNotCreated", "%v", err)
 		return nil, err
 	}
 	if err := r.Client.Create(ctx, wl); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, nil // created by an earlier reconcile; the watch brings it
 		}
-		return nil, fmt.Errorf("creating workload for job %s/%s: %w", job.Namespace, job.Name, err)
+		err = fmt.Errorf("creating workload for %s %s/%s: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// Refused for what the job says (validation, a webhook): retrying cannot help until
+			// the job changes, and the user must hear why.
+			r.event(obj, corev1.EventTypeWarning, "WorkloadNotCreated", "%v", err)
+		}
+		return nil, err
 	}
-	r.event(job, corev1.EventTypeNormal, ReasonCreatedWorkload, "Created Workload: %s/%s", wl.Namespace, wl.Name)
+	r.event(obj, corev1.EventTypeNormal, ReasonCreatedWorkload, "Created Workload: %s/%s", wl.Namespace, wl.Name)
 	return wl, nil
 }
 
-func (r *Reconciler) newWorkload(ctx context.Context, job *batchv1.Job, name string) (*kueue.Workload, error) {
+func (r *Reconciler) newWorkload(ctx context.Context, obj client.Object, name string) (*kueue.Workload, error) {
+	podSets, err := r.Adapter.PodSets(obj)
+	if err != nil {
+		return nil, err
+	}
 	wl := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
-			Namespace: job.Namespace,
-			Labels:    map[string]string{JobUIDLabel: string(job.UID)},
+			Namespace: obj.GetNamespace(),
+			Labels:    map[string]string{JobUIDLabel: string(obj.GetUID())},
 		},
 		Spec: kueue.WorkloadSpec{
-			PodSets:   PodSets(job),
-			QueueName: kueue.LocalQueueName(job.Labels[kueue.QueueNameLabel]),
+			PodSets:   podSets,
+			QueueName: kueue.LocalQueueName(obj.GetLabels()[kueue.QueueNameLabel]),
 		},
 	}
-	if err := r.setPriority(ctx, job, wl); err != nil {
+	if err := r.setPriority(ctx, obj, wl); err != nil {
 		return nil, err
 	}
-	if err := controllerutil.SetControllerReference(job, wl, r.Client.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(obj, wl, r.Client.Scheme()); err != nil {
 		return nil, err
 	}
 	return wl, nil
 }
 
-// setPriority takes the priority from the job's WorkloadPriorityClass label, else from its pod
-// template's PriorityClass, else 0.
-func (r *Reconciler) setPriority(ctx context.Context, job *batchv1.Job, wl *kueue.Workload) error {
-	if name := job.Labels[kueue.PriorityClassLabel]; name != "" {
+// setPriority takes the priority from the job's WorkloadPriorityClass label, else from the first
+// pod set's PriorityClass, else 0.
+func (r *Reconciler) setPriority(ctx context.Context, obj client.Object, wl *kueue.Workload) error {
+	kind := r.Adapter.GVK().Kind
+	if name := obj.GetLabels()[kueue.PriorityClassLabel]; name != "" {
 		wpc := &kueue.WorkloadPriorityClass{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, wpc); err != nil {
-			return fmt.Errorf("job %s/%s: label %s names WorkloadPriorityClass %q: %w", job.Namespace, job.Name, kueue.PriorityClassLabel, name, err)
+			return fmt.Errorf("%s %s/%s: label %s names WorkloadPriorityClass %q: %w", kind, obj.GetNamespace(), obj.GetName(), kueue.PriorityClassLabel, name, err)
 		}
 		wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Group: kueue.WorkloadPriorityClassGroup, Kind: kueue.WorkloadPriorityClassKind, Name: name}
 		wl.Spec.Priority = ptr.To(wpc.Value)
 		return nil
 	}
-	if name := job.Spec.Template.Spec.PriorityClassName; name != "" {
+	for _, ps := range wl.Spec.PodSets {
+		name := ps.Template.Spec.PriorityClassName
+		if name == "" {
+			continue
+		}
 		pc := &schedulingv1.PriorityClass{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, pc); err != nil {
-			return fmt.Errorf("job %s/%s: spec.template.spec.priorityClassName names PriorityClass %q: %w", job.Namespace, job.Name, name, err)
+			return fmt.Errorf("%s %s/%s: pod set %q's priorityClassName names PriorityClass %q: %w", kind, obj.GetNamespace(), obj.GetName(), ps.Name, name, err)
 		}
 		wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Group: kueue.PodPriorityClassGroup, Kind: kueue.PodPriorityClassKind, Name: name}
 		wl.Spec.Priority = ptr.To(pc.Value)
@@ -250,199 +288,111 @@ func (r *Reconciler) setPriority(ctx context.Context, job *batchv1.Job, wl *kueu
 	return nil
 }
 
-func (r *Reconciler) finish(ctx context.Context, wl *kueue.Workload, reason, msg string) error {
+func (r *Reconciler) finish(ctx context.Context, wl *kueue.Workload, st integration.Status) error {
 	if workload.IsFinished(wl) {
 		return nil
 	}
 	orig := wl.DeepCopy()
-	workload.SetCondition(wl, kueue.WorkloadFinished, metav1.ConditionTrue, reason, msg, r.Clock.Now())
+	msg := st.Message
+	if msg == "" {
+		msg = r.Adapter.GVK().Kind + " finished"
+	}
+	workload.SetCondition(wl, kueue.WorkloadFinished, metav1.ConditionTrue, st.FinishedReason(), msg, r.Clock.Now())
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
-// start injects the admitted flavors' placement into the pod template and unsuspends the Job,
-// in one write. Job patches carry no resourceVersion: the job controller rewrites status all the
-// time, and the fields written here (suspend, the template while suspended) are ours alone.
-func (r *Reconciler) start(ctx context.Context, log logr.Logger, job *batchv1.Job, wl *kueue.Workload) error {
-	if !ptr.Deref(job.Spec.Suspend, false) {
+// start injects the admitted placement into the pod templates and unsuspends the job, in one
+// write. Job patches carry no resourceVersion: the kind's controller rewrites status all the
+// time, and the fields written here (suspend, the templates while suspended) are ours alone.
+func (r *Reconciler) start(ctx context.Context, log logr.Logger, obj client.Object, wl *kueue.Workload) error {
+	if !r.Adapter.Suspended(obj) {
 		return nil
 	}
-	flavors, err := r.flavorsOf(ctx, wl)
-	if err != nil {
-		return err
-	}
-	orig := job.DeepCopy()
+	orig := obj.DeepCopyObject().(client.Object)
 	// A dispatched job runs from its copy in the worker, which gets the placement there; its
-	// template here stays as the user wrote it.
-	dispatched := Dispatched(job)
-	for i := range wl.Status.Admission.PodSetAssignments {
-		psa := &wl.Status.Admission.PodSetAssignments[i]
-		if psa.Name == PodSetName && !dispatched {
-			Inject(&job.Spec.Template, PlacementFor(psa, flavors, wl.Status.AdmissionChecks))
-			if psa.Count != nil && *psa.Count < ptr.Deref(job.Spec.Parallelism, 1) {
-				job.Spec.Parallelism = ptr.To(*psa.Count) // partial admission
-			}
+	// templates here stay as the user wrote them.
+	if !Dispatched(r.Adapter, obj) {
+		flavors, err := Flavors(ctx, r.Client, wl)
+		if err != nil {
+			return err
+		}
+		if err := r.Adapter.ApplyPlacements(obj, integration.Placements(wl, flavors, wl.Status.AdmissionChecks)); err != nil {
+			return fmt.Errorf("starting %s %s/%s: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
-	job.Spec.Suspend = ptr.To(false)
-	if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("starting job %s/%s: %w", job.Namespace, job.Name, err)
+	r.Adapter.SetSuspended(obj, false)
+	if err := r.Client.Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("starting %s %s/%s: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	log.V(2).Info("Job started")
-	r.event(job, corev1.EventTypeNormal, ReasonStarted, "Admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
+	r.event(obj, corev1.EventTypeNormal, ReasonStarted, "Admitted by ClusterQueue %s", wl.Status.Admission.ClusterQueue)
 	return nil
 }
 
-// stop suspends an evicted Job, then restores its template, and once its pods are gone releases
-// the reservation and requeues the workload with backoff. The API server accepts a template change
-// only on a suspended Job that is not started (the job controller clears status.startTime once it
-// has suspended it), so suspending and restoring are two writes.
-func (r *Reconciler) stop(ctx context.Context, log logr.Logger, job *batchv1.Job, wl *kueue.Workload) (reconcile.Result, error) {
+// stop suspends an evicted job, then restores its templates, and once its pods are gone releases
+// the reservation and requeues the workload. The API server accepts a template change only on a
+// suspended job whose pods are gone (for a batch/v1 Job, once the job controller cleared its start
+// time), so suspending and restoring are two writes.
+func (r *Reconciler) stop(ctx context.Context, log logr.Logger, obj client.Object, wl *kueue.Workload, st integration.Status) (reconcile.Result, error) {
 	reason, msg := evictionCause(wl)
-	if !ptr.Deref(job.Spec.Suspend, false) {
-		orig := job.DeepCopy()
-		job.Spec.Suspend = ptr.To(true)
-		if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
-			return reconcile.Result{}, fmt.Errorf("suspending job %s/%s: %w", job.Namespace, job.Name, err)
+	if !r.Adapter.Suspended(obj) {
+		orig := obj.DeepCopyObject().(client.Object)
+		r.Adapter.SetSuspended(obj, true)
+		if err := r.Client.Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("suspending %s %s/%s: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 		log.V(2).Info("Job suspended", "reason", reason)
-		r.event(job, corev1.EventTypeNormal, ReasonStopped, "%s", msg)
+		r.event(obj, corev1.EventTypeNormal, ReasonStopped, "%s", msg)
 		return reconcile.Result{}, nil
 	}
-	if Dispatched(job) {
+	if Dispatched(r.Adapter, obj) {
 		// Dispatch requeues it once the worker's copies are confirmed gone, so no copy can
 		// start again while the workload is placed elsewhere.
 		return reconcile.Result{}, nil
 	}
-	if job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 || (job.Status.StartTime != nil && !jobSuspendedCondition(job)) {
-		return reconcile.Result{}, nil // the job controller is still stopping it; its status update brings us back
+	if st.Active {
+		return reconcile.Result{}, nil // its controller is still stopping it; its status update brings us back
 	}
-	if len(wl.Spec.PodSets) > 0 {
-		orig := job.DeepCopy()
-		Restore(&job.Spec.Template, &wl.Spec.PodSets[0].Template)
-		if !equality.Semantic.DeepEqual(orig.Spec.Template, job.Spec.Template) {
-			err := r.Client.Patch(ctx, job, client.MergeFrom(orig))
-			switch {
-			case apierrors.IsInvalid(err):
-				// An API server without mutable scheduling directives for suspended Jobs (before
-				// Kubernetes 1.35) keeps the template: the workload is requeued all the same.
-				log.Info("Template of the suspended job could not be restored", "error", err.Error())
-			case err != nil:
-				return reconcile.Result{}, fmt.Errorf("restoring the template of job %s/%s: %w", job.Namespace, job.Name, err)
-			}
+	orig := obj.DeepCopyObject().(client.Object)
+	if r.Adapter.RestorePodSets(obj, wl.Spec.PodSets) {
+		err := r.Client.Patch(ctx, obj, client.MergeFrom(orig))
+		switch {
+		case apierrors.IsInvalid(err):
+			// An API server that keeps the templates of suspended jobs immutable (a batch/v1 Job
+			// before Kubernetes 1.35) keeps the placement: the workload is requeued all the same.
+			log.Info("Templates of the suspended job could not be restored", "error", err.Error())
+		case err != nil:
+			return reconcile.Result{}, fmt.Errorf("restoring the templates of %s %s/%s: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
 	return reconcile.Result{}, Requeue(ctx, r.Client, r.Clock, r.Config.RequeuingStrategy, wl)
 }
 
-// jobSuspendedCondition says whether the job controller has marked the Job suspended.
-func jobSuspendedCondition(job *batchv1.Job) bool {
-	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobSuspended {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// evictionCause is why a workload that holds quota must stop: its Evicted condition, or
-// deactivation.
-func evictionCause(wl *kueue.Workload) (reason, msg string) {
-	if ev := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
-		return ev.Reason, ev.Message
-	}
-	return kueue.WorkloadDeactivated, "The workload is deactivated (spec.active: false)"
-}
-
-// Requeue releases a stopped workload's reservation (its job has no pods left anywhere) and
-// queues it again: at once after a preemption, else after its backoff, or deactivates it when it
-// was requeued too often.
-func Requeue(ctx context.Context, c client.Client, clk clock.PassiveClock, rq config.RequeuingStrategy, wl *kueue.Workload) error {
-	reason, msg := evictionCause(wl)
-	orig := wl.DeepCopy()
-	now := clk.Now()
-	wl.Status.Admission = nil
-	wl.Status.ClusterName = nil
-	wl.Status.AdmissionChecks = nil
-	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, ReasonPending, "Quota released: "+msg, now)
-	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionFalse, ReasonPending, "The workload was evicted: "+msg, now)
-	patchStatus := func() error {
-		return client.IgnoreNotFound(c.Status().Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-	}
-	if !workload.IsActive(wl) {
-		return patchStatus()
-	}
-	if !BacksOff(reason) {
-		// Admission is decided by quota alone, so a preempted workload may queue again at once:
-		// it is admitted only when there is room, and it queues behind the workloads that waited
-		// (its queue order is the time of its eviction), as Kueue does.
-		workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason, "Queued again: "+msg, now)
-		return patchStatus()
-	}
-	rs := wl.Status.RequeueState
-	if rs == nil {
-		rs = &kueue.RequeueState{}
-	}
-	count := ptr.Deref(rs.Count, 0) + 1
-	if limit := rq.BackoffLimitCount; limit != nil && count > *limit {
-		workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionFalse, kueue.WorkloadRequeuingLimitExceeded,
-			fmt.Sprintf("Evicted %d times, more than requeuingStrategy.backoffLimitCount (%d); set spec.active: true to try again", count, *limit), now)
-		if err := patchStatus(); err != nil {
-			return err
-		}
-		deact := wl.DeepCopy()
-		wl.Spec.Active = ptr.To(false)
-		return client.IgnoreNotFound(c.Patch(ctx, wl, client.MergeFrom(deact)))
-	}
-	delay := Backoff(count, ptr.Deref(rq.BackoffBaseSeconds, 60), ptr.Deref(rq.BackoffMaxSeconds, 3600))
-	rs.Count = ptr.To(count)
-	rs.RequeueAt = ptr.To(metav1.NewTime(now.Add(delay)))
-	wl.Status.RequeueState = rs
-	workload.SetCondition(wl, kueue.WorkloadRequeued, metav1.ConditionTrue, reason,
-		fmt.Sprintf("Queued again after %s of backoff (eviction %d): %s", delay, count, msg), now)
-	return patchStatus()
-}
-
-// BacksOff reports whether an eviction for reason waits out the requeuing backoff: a worker
-// that rejected or lost the workload, or pods that did not become ready, may do so again if it
-// is retried at once; a preemption only says that someone else needed the quota.
-func BacksOff(reason string) bool {
-	switch reason {
-	case kueue.WorkloadEvictedByPreemption, kueue.WorkloadEvictedByClusterQueueStopped, kueue.WorkloadEvictedByLocalQueueStopped:
-		return false
-	}
-	return true
-}
-
-// Backoff is the requeue delay after the n-th eviction: base × 2^(n-1), at most max.
-func Backoff(n, baseSeconds, maxSeconds int32) time.Duration {
-	d := float64(baseSeconds) * math.Pow(2, float64(n-1))
-	return time.Duration(math.Min(d, float64(maxSeconds))) * time.Second
-}
-
-// keepSuspended re-suspends a pending Job that someone unsuspended: it must not create pods
+// keepSuspended re-suspends a pending job that someone unsuspended: it must not create pods
 // before admission (the webhook refuses such edits; this covers jobs from before fleetq ran).
-func (r *Reconciler) keepSuspended(ctx context.Context, job *batchv1.Job, wl *kueue.Workload) error {
-	if ptr.Deref(job.Spec.Suspend, false) || Dispatched(job) {
+func (r *Reconciler) keepSuspended(ctx context.Context, obj client.Object, wl *kueue.Workload) error {
+	if r.Adapter.Suspended(obj) || Dispatched(r.Adapter, obj) {
 		return nil
 	}
-	orig := job.DeepCopy()
-	job.Spec.Suspend = ptr.To(true)
-	if err := r.Client.Patch(ctx, job, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("suspending pending job %s/%s: %w", job.Namespace, job.Name, err)
+	orig := obj.DeepCopyObject().(client.Object)
+	r.Adapter.SetSuspended(obj, true)
+	if err := r.Client.Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("suspending pending %s %s/%s: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	r.event(job, corev1.EventTypeNormal, ReasonStopped, "Suspended: workload %s is not admitted", wl.Name)
+	r.event(obj, corev1.EventTypeNormal, ReasonStopped, "Suspended: workload %s is not admitted", wl.Name)
 	return nil
 }
 
-func (r *Reconciler) flavorsOf(ctx context.Context, wl *kueue.Workload) (map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor, error) {
-	out := map[kueue.ResourceFlavorReference]*kueue.ResourceFlavor{}
+// Flavors reads the ResourceFlavors an admitted workload's pod sets were assigned.
+func Flavors(ctx context.Context, c client.Reader, wl *kueue.Workload) (integration.Flavors, error) {
+	out := integration.Flavors{}
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		for _, name := range psa.Flavors {
 			if _, ok := out[name]; ok {
 				continue
 			}
 			rf := &kueue.ResourceFlavor{}
-			if err := r.Client.Get(ctx, types.NamespacedName{Name: string(name)}, rf); err != nil {
+			if err := c.Get(ctx, types.NamespacedName{Name: string(name)}, rf); err != nil {
 				return nil, fmt.Errorf("workload %s/%s: resourceflavor %q: %w", wl.Namespace, wl.Name, name, err)
 			}
 			out[name] = rf
@@ -451,13 +401,13 @@ func (r *Reconciler) flavorsOf(ctx context.Context, wl *kueue.Workload) (map[kue
 	return out, nil
 }
 
-// deleteOrphans deletes the workloads of a job name whose owner is not the job with uid (all
-// of them when uid is empty: the job is gone). Deleting releases their quota at once, without
+// deleteOrphans deletes the workloads of a job name whose owner is not the job with uid (all of
+// them when uid is empty: the job is gone). Deleting releases their quota at once, without
 // waiting for the garbage collector.
 func (r *Reconciler) deleteOrphans(ctx context.Context, job types.NamespacedName, uid types.UID) error {
 	list := &kueue.WorkloadList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingFields{OwnerJobIndex: job.Name}); err != nil {
-		return fmt.Errorf("listing workloads of job %s: %w", job, err)
+	if err := r.Client.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingFields{OwnerIndex: OwnerKey(r.Adapter.GVK(), job.Name)}); err != nil {
+		return fmt.Errorf("listing workloads of %s %s: %w", r.Adapter.GVK().Kind, job, err)
 	}
 	for i := range list.Items {
 		wl := &list.Items[i]
@@ -465,14 +415,14 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, job types.NamespacedName
 			continue
 		}
 		if err := r.Client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting workload %s/%s of deleted job %s: %w", wl.Namespace, wl.Name, job, err)
+			return fmt.Errorf("deleting workload %s/%s of deleted %s %s: %w", wl.Namespace, wl.Name, r.Adapter.GVK().Kind, job, err)
 		}
 	}
 	return nil
 }
 
-func (r *Reconciler) event(job *batchv1.Job, typ, reason, format string, args ...any) {
+func (r *Reconciler) event(obj client.Object, typ, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(job, nil, typ, reason, reason, format, args...)
+		r.Recorder.Eventf(obj, nil, typ, reason, reason, format, args...)
 	}
 }

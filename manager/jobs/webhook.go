@@ -2,9 +2,12 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,20 +15,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	admissionv1 "k8s.io/api/admission/v1"
-
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
-// Webhook defaults and validates Jobs: managed Jobs are created suspended, and a pending Job
-// cannot be unsuspended (or moved to another queue while running) behind the scheduler's back.
+// Webhook defaults and validates the jobs of one kind: managed jobs are created suspended, and a
+// pending job cannot be unsuspended (or moved to another queue while running) behind the
+// scheduler's back.
 type Webhook struct {
+	Adapter integration.Adapter
 	// Client reads from the manager's cache; APIReader confirms with the API server when the
 	// cache may lag (the manager's own unsuspend right after admission).
 	Client    client.Reader
@@ -35,15 +38,85 @@ type Webhook struct {
 
 var queueLabelPath = field.NewPath("metadata", "labels").Key(kueue.QueueNameLabel)
 
-// Default suspends a new managed Job, gives it the default LocalQueue when configured, and marks
-// Jobs of multi-cluster queues as managed by dispatch.
-func (w *Webhook) Default(ctx context.Context, job *batchv1.Job) error {
+// MutatePath and ValidatePath are where the webhook server serves a kind's hooks (named as
+// controller-runtime's builder names them: /mutate-batch-v1-job).
+func MutatePath(a integration.Adapter) string   { return "/mutate-" + hookSuffix(a) }
+func ValidatePath(a integration.Adapter) string { return "/validate-" + hookSuffix(a) }
+
+func hookSuffix(a integration.Adapter) string {
+	gvk := a.GVK()
+	group := strings.ReplaceAll(gvk.Group, ".", "-")
+	if group == "" {
+		group = "core"
+	}
+	return group + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
+}
+
+// Mutating serves Default as an admission handler.
+func (w *Webhook) Mutating() admission.Handler {
+	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		obj, err := w.decode(req.Object.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if err := w.Default(admission.NewContextWithRequest(ctx, req), obj); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		out, err := json.Marshal(obj)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.PatchResponseFromRaw(req.Object.Raw, out)
+	})
+}
+
+// Validating serves ValidateCreate and ValidateUpdate as an admission handler.
+func (w *Webhook) Validating() admission.Handler {
+	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		var err error
+		switch req.Operation {
+		case admissionv1.Create:
+			var obj client.Object
+			if obj, err = w.decode(req.Object.Raw); err == nil {
+				err = w.ValidateCreate(ctx, obj)
+			}
+		case admissionv1.Update:
+			var obj, old client.Object
+			if obj, err = w.decode(req.Object.Raw); err == nil {
+				if old, err = w.decode(req.OldObject.Raw); err == nil {
+					err = w.ValidateUpdate(ctx, old, obj)
+				}
+			}
+		}
+		if err != nil {
+			if st, ok := err.(apierrors.APIStatus); ok {
+				return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: ptrStatus(st.Status())}}
+			}
+			return admission.Denied(err.Error())
+		}
+		return admission.Allowed("")
+	})
+}
+
+func ptrStatus(s metav1.Status) *metav1.Status { return &s }
+
+func (w *Webhook) decode(raw []byte) (client.Object, error) {
+	obj := w.Adapter.New()
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", w.Adapter.GVK().Kind, err)
+	}
+	return obj, nil
+}
+
+// Default suspends a new managed job, gives it the default LocalQueue when configured, and marks
+// jobs of multi-cluster queues as managed by dispatch.
+func (w *Webhook) Default(ctx context.Context, obj client.Object) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err == nil && req.Operation != admissionv1.Create {
 		return nil
 	}
-	if _, ok := job.Labels[kueue.QueueNameLabel]; !ok && (w.Config.DefaultLocalQueue != "" || w.Config.ManageJobsWithoutQueueName) {
-		selected, err := w.namespaceSelected(ctx, job.Namespace)
+	if _, ok := obj.GetLabels()[kueue.QueueNameLabel]; !ok && (w.Config.DefaultLocalQueue != "" || w.Config.ManageJobsWithoutQueueName) {
+		selected, err := w.namespaceSelected(ctx, obj.GetNamespace())
 		if err != nil {
 			return err
 		}
@@ -52,28 +125,30 @@ func (w *Webhook) Default(ctx context.Context, job *batchv1.Job) error {
 		}
 		if w.Config.DefaultLocalQueue != "" {
 			lq := &kueue.LocalQueue{}
-			err := w.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: w.Config.DefaultLocalQueue}, lq)
+			err := w.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: w.Config.DefaultLocalQueue}, lq)
 			if err == nil {
-				if job.Labels == nil {
-					job.Labels = map[string]string{}
+				l := obj.GetLabels()
+				if l == nil {
+					l = map[string]string{}
 				}
-				job.Labels[kueue.QueueNameLabel] = lq.Name
+				l[kueue.QueueNameLabel] = lq.Name
+				obj.SetLabels(l)
 			} else if !apierrors.IsNotFound(err) {
 				return err
 			}
 		}
 	}
-	if !Managed(job, w.Config) {
+	if !Managed(obj, w.Config) {
 		return nil
 	}
-	job.Spec.Suspend = ptr.To(true)
-	if job.Spec.ManagedBy == nil {
-		multi, err := w.dispatched(ctx, job.Namespace, job.Labels[kueue.QueueNameLabel])
+	w.Adapter.SetSuspended(obj, true)
+	if w.Adapter.ManagedBy(obj) == "" {
+		multi, err := w.dispatched(ctx, obj.GetNamespace(), obj.GetLabels()[kueue.QueueNameLabel])
 		if err != nil {
 			return err
 		}
 		if multi {
-			job.Spec.ManagedBy = ptr.To(ManagedByMultiKueue)
+			w.Adapter.SetManagedBy(obj, ManagedByMultiKueue)
 		}
 	}
 	return nil
@@ -101,8 +176,14 @@ func (w *Webhook) dispatched(ctx context.Context, namespace, queueName string) (
 	if err := w.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: queueName}, lq); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
+	return MultiCluster(ctx, w.Client, lq.Spec.ClusterQueue)
+}
+
+// MultiCluster reports whether a ClusterQueue sends its workloads to worker clusters (it has an
+// admission check whose controller is MultiKueue's); a missing ClusterQueue does not.
+func MultiCluster(ctx context.Context, c client.Reader, name kueue.ClusterQueueReference) (bool, error) {
 	cq := &kueue.ClusterQueue{}
-	if err := w.Client.Get(ctx, types.NamespacedName{Name: string(lq.Spec.ClusterQueue)}, cq); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Name: string(name)}, cq); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	if cq.Spec.AdmissionChecksStrategy == nil {
@@ -110,7 +191,7 @@ func (w *Webhook) dispatched(ctx context.Context, namespace, queueName string) (
 	}
 	for _, rule := range cq.Spec.AdmissionChecksStrategy.AdmissionChecks {
 		ac := &kueue.AdmissionCheck{}
-		if err := w.Client.Get(ctx, types.NamespacedName{Name: string(rule.Name)}, ac); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Name: string(rule.Name)}, ac); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -123,19 +204,25 @@ func (w *Webhook) dispatched(ctx context.Context, namespace, queueName string) (
 	return false, nil
 }
 
-// ValidateCreate checks the labels a Job joins a queue with.
-func (w *Webhook) ValidateCreate(ctx context.Context, job *batchv1.Job) (admission.Warnings, error) {
-	return nil, w.validateLabels(ctx, job).ToAggregate()
+// ValidateCreate checks the labels a job joins a queue with and what its pod sets ask for.
+func (w *Webhook) ValidateCreate(ctx context.Context, obj client.Object) error {
+	errs := w.validateLabels(ctx, obj)
+	if Managed(obj, w.Config) {
+		if _, err := w.Adapter.PodSets(obj); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec"), "", err.Error()))
+		}
+	}
+	return errs.ToAggregate()
 }
 
-func (w *Webhook) validateLabels(ctx context.Context, job *batchv1.Job) field.ErrorList {
+func (w *Webhook) validateLabels(ctx context.Context, obj client.Object) field.ErrorList {
 	var errs field.ErrorList
-	if q, ok := job.Labels[kueue.QueueNameLabel]; ok {
+	if q, ok := obj.GetLabels()[kueue.QueueNameLabel]; ok {
 		for _, msg := range validation.IsDNS1123Subdomain(q) {
 			errs = append(errs, field.Invalid(queueLabelPath, q, msg+"; name a LocalQueue of this namespace"))
 		}
 	}
-	if name, ok := job.Labels[kueue.PriorityClassLabel]; ok {
+	if name, ok := obj.GetLabels()[kueue.PriorityClassLabel]; ok {
 		p := field.NewPath("metadata", "labels").Key(kueue.PriorityClassLabel)
 		err := w.Client.Get(ctx, types.NamespacedName{Name: name}, &kueue.WorkloadPriorityClass{})
 		switch {
@@ -148,38 +235,38 @@ func (w *Webhook) validateLabels(ctx context.Context, job *batchv1.Job) field.Er
 	return errs
 }
 
-// ValidateUpdate keeps a managed Job from starting before admission and from leaving its queue
+// ValidateUpdate keeps a managed job from starting before admission and from leaving its queue
 // while it runs.
-func (w *Webhook) ValidateUpdate(ctx context.Context, old, job *batchv1.Job) (admission.Warnings, error) {
-	if !Managed(old, w.Config) && !Managed(job, w.Config) {
-		return nil, nil
+func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) error {
+	if !Managed(old, w.Config) && !Managed(obj, w.Config) {
+		return nil
 	}
 	var errs field.ErrorList
-	oldQ, newQ := old.Labels[kueue.QueueNameLabel], job.Labels[kueue.QueueNameLabel]
-	running := !ptr.Deref(old.Spec.Suspend, false)
+	oldQ, newQ := old.GetLabels()[kueue.QueueNameLabel], obj.GetLabels()[kueue.QueueNameLabel]
+	running := !w.Adapter.Suspended(old)
 	if oldQ != newQ && running {
 		errs = append(errs, field.Forbidden(queueLabelPath, fmt.Sprintf("cannot change from %q to %q while the job runs; suspend it first, or delete and re-create it", oldQ, newQ)))
 	}
 	if newQ != oldQ && newQ != "" {
-		errs = append(errs, w.validateLabels(ctx, job)...)
+		errs = append(errs, w.validateLabels(ctx, obj)...)
 	}
-	if ptr.Deref(old.Spec.Suspend, false) && !ptr.Deref(job.Spec.Suspend, false) {
-		admitted, err := w.admitted(ctx, job)
+	if w.Adapter.Suspended(old) && !w.Adapter.Suspended(obj) {
+		admitted, err := w.admitted(ctx, obj)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !admitted {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "suspend"), fmt.Sprintf(
-				"the job waits in LocalQueue %q for quota; fleetq unsuspends it when its workload is admitted (kubectl -n %s get workloads)", newQ, job.Namespace)))
+				"the job waits in LocalQueue %q for quota; fleetq unsuspends it when its workload is admitted (kubectl -n %s get workloads)", newQ, obj.GetNamespace())))
 		}
 	}
-	return nil, errs.ToAggregate()
+	return errs.ToAggregate()
 }
 
 // admitted reports whether the job's workload is admitted, asking the API server when the
 // cache does not (yet) say so.
-func (w *Webhook) admitted(ctx context.Context, job *batchv1.Job) (bool, error) {
-	key := types.NamespacedName{Namespace: job.Namespace, Name: workload.NameFor("Job", job.Name, job.UID)}
+func (w *Webhook) admitted(ctx context.Context, obj client.Object) (bool, error) {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(w.Adapter, obj)}
 	for _, r := range []client.Reader{w.Client, w.APIReader} {
 		if r == nil {
 			continue
@@ -196,9 +283,4 @@ func (w *Webhook) admitted(ctx context.Context, job *batchv1.Job) (bool, error) 
 		}
 	}
 	return false, nil
-}
-
-// ValidateDelete allows every deletion; deleting a Job releases its quota.
-func (w *Webhook) ValidateDelete(context.Context, *batchv1.Job) (admission.Warnings, error) {
-	return nil, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/integration/batchjob"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
@@ -45,7 +46,7 @@ func newWebhook(cfg *config.Configuration, objs ...client.Object) *Webhook {
 		cfg = &config.Configuration{}
 	}
 	cfg.SetDefaults()
-	return &Webhook{Client: c, APIReader: c, Config: cfg}
+	return &Webhook{Adapter: batchjob.Adapter{}, Client: c, APIReader: c, Config: cfg}
 }
 
 func job(labels map[string]string) *batchv1.Job {
@@ -128,9 +129,9 @@ func TestValidate(t *testing.T) {
 			w := newWebhook(nil, tc.objs...)
 			var err error
 			if tc.old == nil {
-				_, err = w.ValidateCreate(context.Background(), tc.new)
+				err = w.ValidateCreate(context.Background(), tc.new)
 			} else {
-				_, err = w.ValidateUpdate(context.Background(), tc.old, tc.new)
+				err = w.ValidateUpdate(context.Background(), tc.old, tc.new)
 			}
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("error = %v, want %q", err, tc.wantErr)

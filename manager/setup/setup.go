@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +37,8 @@ import (
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/dispatch"
 	"github.com/fleetq/fleetq/internal/engine"
+	"github.com/fleetq/fleetq/internal/integration"
+	"github.com/fleetq/fleetq/internal/integration/builtin"
 	"github.com/fleetq/fleetq/manager/cache"
 	"github.com/fleetq/fleetq/manager/certs"
 	"github.com/fleetq/fleetq/manager/jobs"
@@ -80,10 +82,14 @@ type Manager struct {
 	Scheduler *scheduler.Scheduler
 	// Dispatcher runs admitted workloads of MultiKueue queues in worker clusters.
 	Dispatcher *dispatch.Dispatcher
-	certs      *certs.Manager
+	// Integrations are the kinds of jobs the manager runs, those of integrations.frameworks
+	// whose API the management cluster serves.
+	Integrations *integration.Registry
+	certs        *certs.Manager
 }
 
-// New wires the manager. It does not contact the API server until Start.
+// New wires the manager. It asks the API server only which integrated kinds it serves; the rest
+// waits for Start.
 func New(opts Options) (*Manager, error) {
 	cfg := opts.Config
 	if opts.Clock == nil {
@@ -130,7 +136,11 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	m := &Manager{Manager: mgr, Cache: cache.New(), Queues: queue.New(opts.Clock)}
-	m.certs = &certs.Manager{Client: direct, Config: cfg, CertDir: certDir, Clock: opts.Clock, Log: opts.Log.WithName("certs")}
+	kinds, err := m.integrations(cfg, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	m.certs = &certs.Manager{Client: direct, Config: cfg, CertDir: certDir, Clock: opts.Clock, Log: opts.Log.WithName("certs"), JobKinds: kinds}
 	if err := m.wire(opts); err != nil {
 		return nil, err
 	}
@@ -169,7 +179,10 @@ func (m *Manager) wire(opts Options) error {
 		&quota.LocalQueueReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("localqueues"), Trigger: trigger, Workloads: requeue},
 		&quota.FlavorReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger},
 		&quota.CohortReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger, FairSharing: cfg.FairSharing.Enable},
-		&jobs.Reconciler{Client: m.GetClient(), Clock: clk, Recorder: m.GetEventRecorder("fleetq-job-controller"), Log: log.WithName("jobs"), Config: cfg},
+	}
+	for _, a := range m.Integrations.Adapters() {
+		setups = append(setups, &jobs.Reconciler{Adapter: a, Integrations: m.Integrations, Client: m.GetClient(), Clock: clk,
+			Recorder: m.GetEventRecorder("fleetq-job-controller"), Log: log.WithName(jobs.ControllerName(a)), Config: cfg})
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(m); err != nil {
@@ -181,7 +194,7 @@ func (m *Manager) wire(opts Options) error {
 			return err
 		}
 	}
-	d, err := dispatch.Setup(ctx, m, dispatch.Options{Config: cfg, Clock: clk, Log: log.WithName("dispatch"), WakeQueues: m.Queues.WakeAll})
+	d, err := dispatch.Setup(ctx, m, dispatch.Options{Config: cfg, Clock: clk, Log: log.WithName("dispatch"), WakeQueues: m.Queues.WakeAll, Integrations: m.Integrations})
 	if err != nil {
 		return err
 	}
@@ -191,9 +204,10 @@ func (m *Manager) wire(opts Options) error {
 }
 
 func (m *Manager) setupWebhooks(cfg *config.Configuration) error {
-	jobHook := &jobs.Webhook{Client: m.GetClient(), APIReader: m.GetAPIReader(), Config: cfg}
-	if err := ctrl.NewWebhookManagedBy(m, &batchv1.Job{}).WithDefaulter(jobHook).WithValidator(jobHook).Complete(); err != nil {
-		return fmt.Errorf("job webhook: %w", err)
+	for _, a := range m.Integrations.Adapters() {
+		hook := &jobs.Webhook{Adapter: a, Client: m.GetClient(), APIReader: m.GetAPIReader(), Config: cfg}
+		m.GetWebhookServer().Register(jobs.MutatePath(a), &webhook.Admission{Handler: hook.Mutating()})
+		m.GetWebhookServer().Register(jobs.ValidatePath(a), &webhook.Admission{Handler: hook.Validating()})
 	}
 	cqHook := &webhooks.ClusterQueueWebhook{Client: m.GetClient()}
 	if err := ctrl.NewWebhookManagedBy(m, &kueue.ClusterQueue{}).WithDefaulter(cqHook).WithValidator(cqHook).Complete(); err != nil {
@@ -217,6 +231,34 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("webhook certificate: %w", err)
 	}
 	return m.Manager.Start(ctx)
+}
+
+// integrations selects the configured job integrations the management cluster serves (asking its
+// discovery API), and names their webhooks; a kind whose CRD is not installed is left out with a
+// log line saying so (install the CRD and restart the manager to integrate it).
+func (m *Manager) integrations(cfg *config.Configuration, log logr.Logger) ([]webhooks.JobKind, error) {
+	selected, err := integration.Select(builtin.Adapters(), cfg.Integrations.Frameworks)
+	if err != nil {
+		return nil, err
+	}
+	var served []integration.Adapter
+	var kinds []webhooks.JobKind
+	for _, a := range selected {
+		gvk := a.GVK()
+		mapping, err := m.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			log.Info("Integration left out: the management cluster does not serve its kind; install its CRD and restart fleetq-manager", "integration", a.Framework(), "kind", gvk.String())
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("integration %s: looking up %s: %w", a.Framework(), gvk, err)
+		}
+		served = append(served, a)
+		kinds = append(kinds, webhooks.JobKind{Kind: gvk.Kind, Group: gvk.Group, Version: gvk.Version, Resource: mapping.Resource.Resource,
+			MutatePath: jobs.MutatePath(a), ValidatePath: jobs.ValidatePath(a)})
+	}
+	m.Integrations, err = integration.NewRegistry(served...)
+	return kinds, err
 }
 
 func secretNamespaces(cfg *config.Configuration) map[string]ctrlcache.Config {

@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"net/url"
+	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,8 +21,6 @@ const (
 
 // Paths the webhook server serves (controller-runtime's naming for the builder).
 const (
-	MutateJobPath           = "/mutate-batch-v1-job"
-	ValidateJobPath         = "/validate-batch-v1-job"
 	MutateClusterQueuePath  = "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue"
 	ValidateClusterQueue    = "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"
 	ValidateCohortPath      = "/validate-kueue-x-k8s-io-v1beta2-cohort"
@@ -42,21 +42,34 @@ type hook struct {
 
 var (
 	mutating = []hook{
-		{name: "mjob.fleetq.dev", path: MutateJobPath, group: "batch", version: "v1", resource: "jobs", ops: createOnly, jobs: true},
 		{name: "mclusterqueue.fleetq.dev", path: MutateClusterQueuePath, group: kueueGroup, version: kueueVersion, resource: "clusterqueues", ops: createUpdate},
 	}
 	validating = []hook{
-		{name: "vjob.fleetq.dev", path: ValidateJobPath, group: "batch", version: "v1", resource: "jobs", ops: createUpdate, jobs: true},
 		{name: "vclusterqueue.fleetq.dev", path: ValidateClusterQueue, group: kueueGroup, version: kueueVersion, resource: "clusterqueues", ops: createUpdate},
 		{name: "vcohort.fleetq.dev", path: ValidateCohortPath, group: kueueGroup, version: kueueVersion, resource: "cohorts", ops: createUpdate},
 		{name: "vresourceflavor.fleetq.dev", path: ValidateFlavorPath, group: kueueGroup, version: kueueVersion, resource: "resourceflavors", ops: createUpdate},
 	}
 )
 
+// JobKind is one integrated kind of job whose objects the job webhooks see.
+type JobKind struct {
+	// Kind names the webhooks (mjob.fleetq.dev, mpytorchjob.fleetq.dev).
+	Kind                     string
+	Group, Version, Resource string
+	// MutatePath and ValidatePath are where the webhook server serves the kind's hooks.
+	MutatePath, ValidatePath string
+}
+
 // Configurations returns the webhook configurations for cfg, trusting caBundle: by URL when
-// cfg.Webhook.URL is set (the lab), by Service otherwise. Job webhooks see only Jobs that name a
-// queue, unless the configuration also manages Jobs without one.
-func Configurations(cfg *config.Configuration, caBundle []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+// cfg.Webhook.URL is set (the lab), by Service otherwise. Job webhooks (one pair per integrated
+// kind) see only jobs that name a queue, unless the configuration also manages jobs without one.
+func Configurations(cfg *config.Configuration, caBundle []byte, kinds []JobKind) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	mutating, validating := slices.Clone(mutating), slices.Clone(validating)
+	for i := len(kinds) - 1; i >= 0; i-- {
+		k, name := kinds[i], strings.ToLower(kinds[i].Kind)+".fleetq.dev"
+		mutating = slices.Insert(mutating, 0, hook{name: "m" + name, path: k.MutatePath, group: k.Group, version: k.Version, resource: k.Resource, ops: createOnly, jobs: true})
+		validating = slices.Insert(validating, 0, hook{name: "v" + name, path: k.ValidatePath, group: k.Group, version: k.Version, resource: k.Resource, ops: createUpdate, jobs: true})
+	}
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigurationName}}
 	for _, h := range mutating {
 		m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{

@@ -86,6 +86,11 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 		labels, annotations = nil, nil
 	}
 	ensureNamespace(ctx, c.ns)
+	// The manager labels the templates it starts with the workload's identity and pod set.
+	tmpl := c.template()
+	if !c.userOwned {
+		tmpl.Labels = map[string]string{fleetq.WorkloadUIDLabel: "uid-of-" + c.name, fleetq.PodSetLabel: "main"}
+	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name, Labels: labels, Annotations: annotations},
 		Spec: batchv1.JobSpec{
@@ -93,13 +98,14 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 			Parallelism:  ptr.To(c.count),
 			Completions:  ptr.To(c.count),
 			BackoffLimit: ptr.To[int32](0),
-			Template:     c.template(),
+			Template:     tmpl,
 		},
 	}
 	Expect(k8s.Create(ctx, job)).To(Succeed())
-	tmpl := c.template()
-	// The manager's Workload has the user's template: without the injected flavor selection.
-	tmpl.Spec.NodeSelector, tmpl.Spec.Tolerations = nil, nil
+	flavor := a100Flavor
+	if c.l4 {
+		flavor = l4Flavor
+	}
 	policy := c.policy
 	if policy == "" {
 		policy = fleetq.LocalPreemptionNever
@@ -110,6 +116,7 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 			Annotations: map[string]string{
 				fleetq.OriginClusterQueueAnnotation: "research-gpu-cq",
 				fleetq.LocalPreemptionAnnotation:    string(policy),
+				fleetq.PodSetFlavorsAnnotation:      `{"main":{"cpu":"` + flavor + `","nvidia.com/gpu":"` + flavor + `"}}`,
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true),
@@ -118,7 +125,8 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 		Spec: kueue.WorkloadSpec{
 			QueueName: "research",
 			Priority:  ptr.To(c.priority),
-			PodSets:   []kueue.PodSet{{Name: "main", Count: c.count, Template: tmpl}},
+			// The copy's pod sets carry the placement the manager injected.
+			PodSets: []kueue.PodSet{{Name: "main", Count: c.count, Template: tmpl}},
 		},
 	}
 	for k, v := range annotations {

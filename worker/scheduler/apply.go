@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +23,7 @@ import (
 
 // apply writes a plan: evictions first (they only free room), then admissions, then the reasons of
 // copies left pending.
-func (s *Scheduler) apply(ctx context.Context, in *passInput, copies []*copyState, plan admission.Plan) []error {
+func (s *Scheduler) apply(ctx context.Context, copies []*copyState, plan admission.Plan) []error {
 	byKey := make(map[string]*copyState, len(copies))
 	for _, c := range copies {
 		byKey[c.plan.Key] = c
@@ -38,7 +38,7 @@ func (s *Scheduler) apply(ctx context.Context, in *passInput, copies []*copyStat
 		s.Recorder.Eventf(c.wl, byKey[e.Preemptor].wl, corev1.EventTypeNormal, "Preempted", "Preempt", "%s", e.Message)
 	}
 	for _, a := range plan.Admit {
-		if err := s.admit(ctx, in, byKey[a.Key], a.Placements); err != nil {
+		if err := s.admit(ctx, byKey[a.Key], a.Placements); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -61,7 +61,7 @@ func (s *Scheduler) fence(ctx context.Context, copies []*copyState, why string) 
 	for _, c := range copies {
 		switch c.plan.Phase {
 		case admission.Admitted:
-			msg := fmt.Sprintf("Fenced in cluster %s: %s; the Job was suspended so it cannot run in two clusters", s.ClusterName, why)
+			msg := fmt.Sprintf("Fenced in cluster %s: %s; the job was suspended so it cannot run in two clusters", s.ClusterName, why)
 			if err := s.evict(ctx, c, fleetq.EvictedByFencing, msg, false); err != nil {
 				errs = append(errs, err)
 				continue
@@ -78,10 +78,10 @@ func (s *Scheduler) fence(ctx context.Context, copies []*copyState, why string) 
 	return errs
 }
 
-// admit reserves the copy's place (status.admission, QuotaReserved and Admitted) and starts its Job.
-func (s *Scheduler) admit(ctx context.Context, in *passInput, c *copyState, placements []nodefit.Placement) error {
+// admit reserves the copy's place (status.admission, QuotaReserved and Admitted) and starts its job.
+func (s *Scheduler) admit(ctx context.Context, c *copyState, placements []nodefit.Placement) error {
 	wl := c.wl.DeepCopy()
-	wl.Status.Admission = admissionOf(in, c, placements)
+	wl.Status.Admission = admissionOf(c)
 	now := s.Clock.Now()
 	msg := fmt.Sprintf("Admitted by fleetq-agent in cluster %s", s.ClusterName)
 	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionTrue, fleetq.AdmittedReason, msg, now)
@@ -96,13 +96,14 @@ func (s *Scheduler) admit(ctx context.Context, in *passInput, c *copyState, plac
 	admissionsTotal.Inc()
 	s.Log.V(1).Info("Admitted", "workload", klog(c.wl), "placements", placements)
 	s.Recorder.Eventf(c.wl, nil, corev1.EventTypeNormal, fleetq.AdmittedReason, "Admit", "%s on %s", msg, describe(placements))
-	return s.setSuspend(ctx, c.job, false)
+	return s.setSuspend(ctx, c, false)
 }
 
-// admission is the status.admission of an admitted copy: the origin ClusterQueue, and per pod set
-// the flavor its pods are steered to and count × per-pod requests.
-func admissionOf(in *passInput, c *copyState, placements []nodefit.Placement) *kueue.Admission {
+// admissionOf is the status.admission of an admitted copy: the origin ClusterQueue, and per pod
+// set the flavors the manager admitted it with and count × per-pod requests.
+func admissionOf(c *copyState) *kueue.Admission {
 	a := &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(c.wl.Annotations[fleetq.OriginClusterQueueAnnotation])}
+	flavors := podSetFlavors(c.wl)
 	for _, ps := range c.plan.PodSets {
 		usage := capacity.Amounts{}
 		usage.AddScaled(ps.Requests, int64(ps.Count))
@@ -112,63 +113,15 @@ func admissionOf(in *passInput, c *copyState, placements []nodefit.Placement) *k
 			ResourceUsage: usage.List(),
 			Count:         ptr.To(ps.Count),
 		}
-		if f := flavorOf(in, ps, placements); f != "" {
-			psa.Flavors = map[corev1.ResourceName]kueue.ResourceFlavorReference{}
-			for r := range psa.ResourceUsage {
-				psa.Flavors[r] = kueue.ResourceFlavorReference(f)
-			}
+		if f := flavors[psa.Name]; len(f) > 0 {
+			psa.Flavors = maps.Clone(f)
 		}
 		a.PodSetAssignments = append(a.PodSetAssignments, psa)
 	}
 	return a
 }
 
-// flavorOf names the flavor a pod set runs on: the one whose node labels its selector carries, or
-// else the first flavor every node of its placement matches.
-func flavorOf(in *passInput, ps nodefit.PodSet, placements []nodefit.Placement) string {
-	if f := selectedFlavor(ps.NodeSelector, in.flavors); f != nil {
-		return f.Name
-	}
-	var common []string
-	first := true
-	for _, pl := range placements {
-		if pl.PodSet != ps.Name {
-			continue
-		}
-		for _, nc := range pl.Nodes {
-			n := in.node(nc.Node)
-			if n == nil {
-				return ""
-			}
-			names := capacity.FlavorsOf(n, in.flavors)
-			if first {
-				common, first = names, false
-				continue
-			}
-			common = intersect(common, names)
-		}
-	}
-	if len(common) == 0 {
-		return ""
-	}
-	return common[0]
-}
-
-func intersect(a, b []string) []string {
-	in := map[string]bool{}
-	for _, x := range b {
-		in[x] = true
-	}
-	var out []string
-	for _, x := range a {
-		if in[x] {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// evict suspends the copy's Job and marks its Workload Evicted (and Preempted, for a preemption).
+// evict suspends the copy's job and marks its Workload Evicted (and Preempted, for a preemption).
 func (s *Scheduler) evict(ctx context.Context, c *copyState, reason, msg string, preempted bool) error {
 	wl := c.wl.DeepCopy()
 	now := s.Clock.Now()
@@ -185,7 +138,7 @@ func (s *Scheduler) evict(ctx context.Context, c *copyState, reason, msg string,
 	s.mu.Unlock()
 	evictionsTotal.WithLabelValues(reason).Inc()
 	s.Log.Info("Evicted", "workload", klog(c.wl), "reason", reason, "message", msg)
-	return s.setSuspend(ctx, c.job, true)
+	return s.setSuspend(ctx, c, true)
 }
 
 // setPending records why a copy is not admitted, writing only when the reason changed.
@@ -197,7 +150,7 @@ func (s *Scheduler) setPending(ctx context.Context, c *copyState, msg string) er
 	return s.patchStatus(ctx, c.wl, wl)
 }
 
-// finish mirrors a finished Job into the copy's Finished condition.
+// finish mirrors a finished job into the copy's Finished condition.
 func (s *Scheduler) finish(ctx context.Context, c *copyState) error {
 	wl := c.wl.DeepCopy()
 	if !workload.SetCondition(wl, kueue.WorkloadFinished, metav1.ConditionTrue, c.finished.reason, c.finished.message, s.Clock.Now()) {
@@ -206,7 +159,7 @@ func (s *Scheduler) finish(ctx context.Context, c *copyState) error {
 	return s.patchStatus(ctx, c.wl, wl)
 }
 
-// converge keeps each copy's Job in the state its Workload calls for: running when admitted,
+// converge keeps each copy's job in the state its Workload calls for: running when admitted,
 // suspended otherwise (a write that failed halfway is completed by the next pass), and releases an
 // evicted copy's admission once its pods are gone.
 func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
@@ -218,7 +171,7 @@ func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
 		_, assumed := s.assumed(c.wl)
 		switch {
 		case workload.IsEvicted(c.wl) || s.evicted(c.wl):
-			if err := s.setSuspend(ctx, c.job, true); err != nil {
+			if err := s.setSuspend(ctx, c, true); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -227,10 +180,10 @@ func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
 				errs = append(errs, s.release(ctx, c))
 			}
 		case workload.HasQuotaReservation(c.wl) || assumed:
-			errs = append(errs, s.setSuspend(ctx, c.job, false))
+			errs = append(errs, s.setSuspend(ctx, c, false))
 		default:
 			// Not admitted here: whoever unsuspended it, its pods must not start.
-			errs = append(errs, s.setSuspend(ctx, c.job, true))
+			errs = append(errs, s.setSuspend(ctx, c, true))
 		}
 	}
 	return errs
@@ -276,19 +229,19 @@ func (s *Scheduler) patchStatus(ctx context.Context, orig, changed *kueue.Worklo
 	return fmt.Errorf("workload %q: patch status: %w", workload.Key(orig), err)
 }
 
-// setSuspend sets a copy's Job's spec.suspend when it differs.
-func (s *Scheduler) setSuspend(ctx context.Context, job *batchv1.Job, suspend bool) error {
-	if job == nil || ptr.Deref(job.Spec.Suspend, false) == suspend {
+// setSuspend suspends or starts a copy's job when it is not so already.
+func (s *Scheduler) setSuspend(ctx context.Context, c *copyState, suspend bool) error {
+	if c.job == nil || c.a.Suspended(c.job) == suspend {
 		return nil
 	}
-	changed := job.DeepCopy()
-	changed.Spec.Suspend = ptr.To(suspend)
-	if err := s.Client.Patch(ctx, changed, client.MergeFrom(job)); apierrors.IsNotFound(err) {
+	changed := c.job.DeepCopyObject().(client.Object)
+	c.a.SetSuspended(changed, suspend)
+	if err := s.Client.Patch(ctx, changed, client.MergeFrom(c.job)); apierrors.IsNotFound(err) {
 		return errStale
 	} else if err != nil {
-		return fmt.Errorf("job %q: set suspend=%t: %w", job.Namespace+"/"+job.Name, suspend, err)
+		return fmt.Errorf("%s %q: set suspended=%t: %w", c.a.GVK().Kind, c.job.GetNamespace()+"/"+c.job.GetName(), suspend, err)
 	}
-	job.Spec.Suspend = ptr.To(suspend)
+	c.a.SetSuspended(c.job, suspend)
 	return nil
 }
 

@@ -1,30 +1,36 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/engine/nodefit"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/worker/admission"
 	"github.com/fleetq/fleetq/worker/capacity"
 )
 
-// copyState is one copied Workload with its Job and pods, as one pass read them.
+// copyState is one copied Workload with its job and pods, as one pass read them.
 type copyState struct {
-	wl  *kueue.Workload
-	job *batchv1.Job
-	// invalid says why the copy cannot be admitted at all (no Job, no ClusterQueue annotation).
+	wl *kueue.Workload
+	// job is the job copy that owns the Workload, and a its kind's adapter; nil when missing.
+	job client.Object
+	a   integration.Adapter
+	// invalid says why the copy cannot be admitted at all (no job, no ClusterQueue annotation).
 	invalid string
-	// finished is the Finished condition the Job's state calls for, if the Job finished.
+	// finished is the Finished condition the job's state calls for, if the job finished.
 	finished *finish
 	plan     admission.Copy
 }
@@ -33,81 +39,82 @@ type finish struct {
 	reason, message string
 }
 
-// podUsage is what one Job's non-terminal bound pods hold, per node.
+// podUsage is what one workload's non-terminal bound pods hold, per node, and how many of each
+// pod set are bound where.
 type podUsage struct {
 	held  map[string]capacity.Amounts
-	count map[string]int32
+	bound map[string]map[string]int32
 }
 
-// usageByJob groups bound non-terminal pods by the UID of the Job that owns them.
-func usageByJob(pods []*corev1.Pod) map[types.UID]*podUsage {
+// usageByWorkload groups bound non-terminal pods by the workload UID the manager labelled their
+// templates with (WorkloadUIDLabel), whatever kind of job made them.
+func usageByWorkload(pods []*corev1.Pod) map[types.UID]*podUsage {
 	out := map[types.UID]*podUsage{}
 	for _, p := range pods {
-		uid := types.UID(p.Labels[batchv1.ControllerUidLabel])
+		uid := types.UID(p.Labels[fleetq.WorkloadUIDLabel])
 		if uid == "" || p.Spec.NodeName == "" || capacity.Terminal(p) {
 			continue
 		}
 		u := out[uid]
 		if u == nil {
-			u = &podUsage{held: map[string]capacity.Amounts{}, count: map[string]int32{}}
+			u = &podUsage{held: map[string]capacity.Amounts{}, bound: map[string]map[string]int32{}}
 			out[uid] = u
 		}
 		if u.held[p.Spec.NodeName] == nil {
 			u.held[p.Spec.NodeName] = capacity.Amounts{}
 		}
 		u.held[p.Spec.NodeName].Add(capacity.PodRequests(&p.Spec))
-		u.count[p.Spec.NodeName]++
+		ps := p.Labels[fleetq.PodSetLabel]
+		if u.bound[ps] == nil {
+			u.bound[ps] = map[string]int32{}
+		}
+		u.bound[ps][p.Spec.NodeName]++
 	}
 	return out
 }
 
-// ownerJob finds the Job a copy's ownerReference names, among the origin-labelled Jobs.
-func ownerJob(wl *kueue.Workload, jobs map[types.NamespacedName]*batchv1.Job) *batchv1.Job {
-	for _, ref := range wl.OwnerReferences {
-		if ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
-			continue
-		}
-		if j := jobs[types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}]; j != nil && j.UID == ref.UID {
-			return j
-		}
-	}
-	return nil
+// jobKey names a job copy: its kind, namespace and name.
+type jobKey struct {
+	gvk schema.GroupVersionKind
+	types.NamespacedName
 }
 
-// jobFinished reads a Job's terminal condition.
-func jobFinished(job *batchv1.Job) *finish {
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return &finish{kueue.WorkloadFinishedReasonSucceeded, orDefault(c.Message, "Job finished successfully")}
-		case batchv1.JobFailed:
-			return &finish{kueue.WorkloadFinishedReasonFailed, orDefault(c.Message, "Job failed: "+c.Reason)}
-		}
+// ownerJob finds the job copy a Workload copy's ownerReference names, among the origin-labelled
+// copies of the integrated kinds.
+func (s *Scheduler) ownerJob(wl *kueue.Workload, jobs map[jobKey]client.Object) (client.Object, integration.Adapter) {
+	ref, a, ok := s.Integrations.Owner(wl)
+	if !ok {
+		return nil, nil
 	}
-	return nil
+	j := jobs[jobKey{a.GVK(), types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}}]
+	if j == nil || j.GetUID() != ref.UID {
+		return nil, nil
+	}
+	return j, a
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
+// podSetFlavors reads the flavors the manager admitted each pod set's resources with.
+func podSetFlavors(wl *kueue.Workload) map[kueue.PodSetReference]map[corev1.ResourceName]kueue.ResourceFlavorReference {
+	out := map[kueue.PodSetReference]map[corev1.ResourceName]kueue.ResourceFlavorReference{}
+	if raw := wl.Annotations[fleetq.PodSetFlavorsAnnotation]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &out) // a bad annotation steers nothing: the templates still carry the selectors
 	}
-	return s
+	return out
 }
 
-// podSets turns a copy's pod sets into nodefit's, taking node selection from the Job's pod template
-// when the workload has one pod set (as a batch/v1 Job does): the manager injected the flavor's
-// nodeSelector and tolerations there, not into the Workload.
-func podSets(wl *kueue.Workload, job *batchv1.Job, flavors []*kueue.ResourceFlavor) []nodefit.PodSet {
+// podSets turns a copy's pod sets into nodefit's. The manager injected each pod set's flavor
+// node selector and tolerations into the Workload copy's templates, so they are read from there;
+// the flavors' node labels are required as well.
+func podSets(wl *kueue.Workload, flavors []*kueue.ResourceFlavor) []nodefit.PodSet {
+	byName := map[string]*kueue.ResourceFlavor{}
+	for _, f := range flavors {
+		byName[f.Name] = f
+	}
+	assigned := podSetFlavors(wl)
 	out := make([]nodefit.PodSet, 0, len(wl.Spec.PodSets))
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		spec := &ps.Template.Spec
-		if len(wl.Spec.PodSets) == 1 && job != nil {
-			spec = &job.Spec.Template.Spec
-		}
 		var required *corev1.NodeSelector
 		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
 			required = spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
@@ -120,41 +127,25 @@ func podSets(wl *kueue.Workload, job *batchv1.Job, flavors []*kueue.ResourceFlav
 			RequiredNodeAffinity: required,
 			Tolerations:          spec.Tolerations,
 		}
-		if f := selectedFlavor(spec.NodeSelector, flavors); f != nil {
-			fit.FlavorLabels = f.Spec.NodeLabels
+		for _, name := range assigned[ps.Name] {
+			if f := byName[string(name)]; f != nil && len(f.Spec.NodeLabels) > 0 {
+				if fit.FlavorLabels == nil {
+					fit.FlavorLabels = map[string]string{}
+				}
+				maps.Copy(fit.FlavorLabels, f.Spec.NodeLabels)
+			}
 		}
 		out = append(out, fit)
 	}
 	return out
 }
 
-// selectedFlavor is the first flavor (by name) whose nodeLabels the pod's node selector carries:
-// the one the manager admitted the workload with and injected.
-func selectedFlavor(selector map[string]string, flavors []*kueue.ResourceFlavor) *kueue.ResourceFlavor {
-	for _, f := range flavors {
-		if len(f.Spec.NodeLabels) == 0 {
-			continue
-		}
-		all := true
-		for k, v := range f.Spec.NodeLabels {
-			if selector[k] != v {
-				all = false
-				break
-			}
-		}
-		if all {
-			return f
-		}
-	}
-	return nil
-}
-
-// expectedPods is how many pods of a pod set should be running now: the count, less what a Job
-// with completions has already completed.
-func expectedPods(wl *kueue.Workload, job *batchv1.Job, ps *kueue.PodSet) int32 {
+// expectedPods is how many pods of a pod set should be running now: the count, less the pods that
+// finished for good (a Job with completions).
+func expectedPods(c *copyState, ps *kueue.PodSet) int32 {
 	n := ps.Count
-	if len(wl.Spec.PodSets) == 1 && job != nil && job.Spec.Completions != nil {
-		n = min(n, max(0, *job.Spec.Completions-job.Status.Succeeded))
+	if r, ok := c.a.(integration.Reclaimer); ok && c.job != nil {
+		n = max(0, n-r.ReclaimablePods(c.job)[ps.Name])
 	}
 	return n
 }
@@ -168,32 +159,32 @@ func admittedAt(wl *kueue.Workload) time.Time {
 }
 
 // readCopy classifies one copy for this pass.
-func (s *Scheduler) readCopy(wl *kueue.Workload, jobs map[types.NamespacedName]*batchv1.Job, usage map[types.UID]*podUsage, flavors []*kueue.ResourceFlavor) *copyState {
-	c := &copyState{wl: wl, job: ownerJob(wl, jobs)}
+func (s *Scheduler) readCopy(wl *kueue.Workload, jobs map[jobKey]client.Object, usage map[types.UID]*podUsage, flavors []*kueue.ResourceFlavor) *copyState {
+	c := &copyState{wl: wl}
+	c.job, c.a = s.ownerJob(wl, jobs)
 	switch {
 	case c.job == nil:
-		c.invalid = fmt.Sprintf("waiting for its Job: no batch/v1 Job with label %s=%s owns it", fleetq.OriginLabel, s.Origin)
+		c.invalid = fmt.Sprintf("waiting for its job: no copy of an integrated kind with label %s=%s owns it", fleetq.OriginLabel, s.Origin)
+		if ref := metaOwner(wl); ref != "" {
+			c.invalid = fmt.Sprintf("waiting for its job: no %s with label %s=%s owns it", ref, fleetq.OriginLabel, s.Origin)
+		}
 	case wl.Annotations[fleetq.OriginClusterQueueAnnotation] == "":
 		c.invalid = fmt.Sprintf("cannot admit: annotation %s (the origin ClusterQueue) is missing", fleetq.OriginClusterQueueAnnotation)
 	}
 	if c.job != nil {
-		c.finished = jobFinished(c.job)
+		if st := c.a.Status(c.job); st.Finished {
+			c.finished = &finish{st.FinishedReason(), orDefault(st.Message, c.a.GVK().Kind+" finished")}
+		}
 	}
 	p := &c.plan
 	p.Key = workload.Key(wl)
 	p.Priority = ptrOr(wl.Spec.Priority, 0)
 	p.Policy = fleetq.LocalPreemptionPolicy(wl.Annotations[fleetq.LocalPreemptionAnnotation])
 	p.CreatedAt = wl.CreationTimestamp.Time
-	p.PodSets = podSets(wl, c.job, flavors)
+	p.PodSets = podSets(wl, flavors)
 	p.Held, p.Bound, p.Missing = map[string]capacity.Amounts{}, map[string]map[string]int32{}, map[string]int32{}
-	if c.job != nil {
-		if u := usage[c.job.UID]; u != nil {
-			p.Held = u.held
-			// A Job's pods are not labelled with their pod set; a batch/v1 Job has exactly one.
-			if len(wl.Spec.PodSets) > 0 {
-				p.Bound[string(wl.Spec.PodSets[0].Name)] = u.count
-			}
-		}
+	if u := usage[types.UID(wl.Annotations[fleetq.OriginUIDAnnotation])]; u != nil {
+		p.Held, p.Bound = u.held, u.bound
 	}
 	a, assumed := s.assumed(wl)
 	switch {
@@ -215,13 +206,30 @@ func (s *Scheduler) readCopy(wl *kueue.Workload, jobs map[types.NamespacedName]*
 				for _, n := range p.Bound[string(ps.Name)] {
 					bound += n
 				}
-				p.Missing[string(ps.Name)] = max(0, expectedPods(wl, c.job, ps)-bound)
+				p.Missing[string(ps.Name)] = max(0, expectedPods(c, ps)-bound)
 			}
 		}
 	default:
 		p.Phase = admission.Pending
 	}
 	return c
+}
+
+// metaOwner names the kind a Workload copy's controller reference points at, for messages.
+func metaOwner(wl *kueue.Workload) string {
+	for _, ref := range wl.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			return ref.Kind + " " + ref.Name
+		}
+	}
+	return ""
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func ptrOr[T any](p *T, def T) T {

@@ -21,12 +21,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +42,7 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/engine/nodefit"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/worker/admission"
 	"github.com/fleetq/fleetq/worker/capacity"
@@ -51,13 +50,15 @@ import (
 	"github.com/fleetq/fleetq/worker/watch"
 )
 
-// Scheduler is the agent's local scheduler. Its client must read Workloads, Jobs and
+// Scheduler is the agent's local scheduler. Its client must read Workloads, job copies and
 // ResourceFlavors through a cache restricted to the agent's origin label.
 type Scheduler struct {
-	Client   client.Client
-	Clock    clock.WithDelayedExecution
-	Log      logr.Logger
-	Recorder events.EventRecorder
+	Client client.Client
+	// Integrations are the kinds of job copies the agent runs (those its cluster serves).
+	Integrations *integration.Registry
+	Clock        clock.WithDelayedExecution
+	Log          logr.Logger
+	Recorder     events.EventRecorder
 	// ClusterName names this worker in messages.
 	ClusterName string
 	// Origin is the origin label value of the copies this agent handles.
@@ -90,16 +91,19 @@ type assumedAdmission struct {
 // passKey is the one request every event maps to: a pass looks at all copies at once.
 var passKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "pass"}}
 
-// SetupWithManager registers the scheduler's controller: every change of a copy, its Job, a pod,
+// SetupWithManager registers the scheduler's controller: every change of a copy, its job, a pod,
 // a node, a synced flavor or the manager's Lease triggers a pass.
 func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 	s.init()
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{passKey} })
 	lease := fleetq.ManagerLeaseName(s.Origin)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("agent-scheduler").
-		Watches(&kueue.Workload{}, one).
-		Watches(&batchv1.Job{}, one).
+		Watches(&kueue.Workload{}, one)
+	for _, a := range s.Integrations.Adapters() {
+		b = b.Watches(a.New(), one)
+	}
+	return b.
 		Watches(&kueue.ResourceFlavor{}, one).
 		Watches(&corev1.Pod{}, one, builder.WithPredicates(watch.PodChanged())).
 		Watches(&corev1.Node{}, one, builder.WithPredicates(watch.NodeChanged())).
@@ -173,7 +177,7 @@ func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		}
 		plan = admission.Make(planIn)
 		s.Publish(plan.Reserved, false)
-		errs = append(errs, s.apply(ctx, in, live, plan)...)
+		errs = append(errs, s.apply(ctx, live, plan)...)
 	}
 	errs = append(errs, s.converge(ctx, live)...)
 	s.forget(in.copies)
@@ -209,15 +213,6 @@ type passInput struct {
 	copies  []*copyState
 }
 
-// node finds a node by name.
-func (in *passInput) node(name string) *capacity.Node {
-	i := sort.Search(len(in.nodes), func(i int) bool { return in.nodes[i].Name >= name })
-	if i < len(in.nodes) && in.nodes[i].Name == name {
-		return &in.nodes[i]
-	}
-	return nil
-}
-
 func (s *Scheduler) read(ctx context.Context) (*passInput, error) {
 	var nodes corev1.NodeList
 	if err := s.Client.List(ctx, &nodes); err != nil {
@@ -231,9 +226,22 @@ func (s *Scheduler) read(ctx context.Context) (*passInput, error) {
 	if err := s.Client.List(ctx, &flavors, client.MatchingLabels{fleetq.OriginLabel: s.Origin}); err != nil {
 		return nil, fmt.Errorf("list resourceflavors: %w", err)
 	}
-	var jobs batchv1.JobList
-	if err := s.Client.List(ctx, &jobs, client.MatchingLabels{fleetq.OriginLabel: s.Origin}); err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+	jobs := map[jobKey]client.Object{}
+	for _, a := range s.Integrations.Adapters() {
+		list, err := integration.NewList(a, s.Client.Scheme())
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Client.List(ctx, list, client.MatchingLabels{fleetq.OriginLabel: s.Origin}); err != nil {
+			return nil, fmt.Errorf("list %s copies: %w", a.GVK().Kind, err)
+		}
+		items, err := integration.Items(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range items {
+			jobs[jobKey{a.GVK(), client.ObjectKeyFromObject(j)}] = j
+		}
 	}
 	var wls kueue.WorkloadList
 	if err := s.Client.List(ctx, &wls, client.MatchingLabels{fleetq.OriginLabel: s.Origin}); err != nil {
@@ -248,15 +256,10 @@ func (s *Scheduler) read(ctx context.Context) (*passInput, error) {
 		podPtrs[i] = &pods.Items[i]
 	}
 	in := &passInput{nodes: capacity.Nodes(nodePtrs, podPtrs)}
-	byName := make(map[types.NamespacedName]*batchv1.Job, len(jobs.Items))
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
-		byName[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = j
-	}
-	usage := usageByJob(podPtrs)
+	usage := usageByWorkload(podPtrs)
 	in.flavors = sortedFlavors(flavors.Items)
 	for i := range wls.Items {
-		in.copies = append(in.copies, s.readCopy(&wls.Items[i], byName, usage, in.flavors))
+		in.copies = append(in.copies, s.readCopy(&wls.Items[i], jobs, usage, in.flavors))
 	}
 	return in, nil
 }

@@ -26,6 +26,8 @@ import (
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/internal/integration"
+	"github.com/fleetq/fleetq/internal/integration/batchjob"
 	"github.com/fleetq/fleetq/worker/capacity"
 	"github.com/fleetq/fleetq/worker/fencing"
 )
@@ -83,8 +85,10 @@ func copyOf(name string, gpus int64, priority int32, policy fleetq.LocalPreempti
 			Annotations: map[string]string{
 				fleetq.OriginClusterQueueAnnotation: "cq",
 				fleetq.LocalPreemptionAnnotation:    string(policy),
+				fleetq.OriginUIDAnnotation:          "origin-uid-" + name,
+				fleetq.PodSetFlavorsAnnotation:      `{"main":{"nvidia.com/gpu":"a100"}}`,
 			},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: uid}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: uid, Controller: ptr.To(true)}},
 		},
 		Spec: kueue.WorkloadSpec{Priority: ptr.To(priority), PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: podTemplate(gpus)}}},
 	}
@@ -93,10 +97,11 @@ func copyOf(name string, gpus int64, priority int32, policy fleetq.LocalPreempti
 
 func mine() map[string]string { return map[string]string{fleetq.OriginLabel: origin} }
 
-// runningPod is a job's pod bound to a node.
+// runningPod is a copy's pod bound to a node, labelled as the manager labels the templates it starts.
 func runningPod(job *batchv1.Job, nodeName string, gpus int64) *corev1.Pod {
+	labels := map[string]string{fleetq.WorkloadUIDLabel: "origin-uid-" + job.Name, fleetq.PodSetLabel: "main"}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.ControllerUidLabel: string(job.UID)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: labels},
 		Spec:       corev1.PodSpec{NodeName: nodeName, Containers: podTemplate(gpus).Spec.Containers},
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
@@ -125,8 +130,12 @@ type harness struct {
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h := &harness{t: t, clock: clocktesting.NewFakeClock(t0)}
 	h.c = fake.NewClientBuilder().WithScheme(scheme()).WithObjects(objs...).WithStatusSubresource(&kueue.Workload{}).Build()
+	integrations, err := integration.NewRegistry(batchjob.Adapter{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.s = &Scheduler{
-		Client: h.c, Clock: h.clock, Log: logr.Discard(), Recorder: events.NewFakeRecorder(100),
+		Client: h.c, Integrations: integrations, Clock: h.clock, Log: logr.Discard(), Recorder: events.NewFakeRecorder(100),
 		ClusterName: "us-east", Origin: origin, Namespace: agentNS,
 		Fence:   fencing.NewObserver(h.clock, fleetq.ManagerLeaseName(origin)),
 		Publish: func(r map[string]capacity.Amounts, f bool) { h.last = published{r, f} },

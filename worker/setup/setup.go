@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -26,6 +28,8 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/integration"
+	"github.com/fleetq/fleetq/internal/integration/builtin"
 	"github.com/fleetq/fleetq/worker/fencing"
 	"github.com/fleetq/fleetq/worker/report"
 	"github.com/fleetq/fleetq/worker/scheduler"
@@ -59,20 +63,54 @@ type Agent struct {
 	Scheduler *scheduler.Scheduler
 	Report    *report.Publisher
 	Fence     *fencing.Observer
+	// Integrations are the kinds of job copies the agent runs: those of integrations.frameworks
+	// its cluster serves.
+	Integrations *integration.Registry
 }
 
-// New wires the agent. It does not contact the API server until Start.
+// servedIntegrations selects the configured integrations whose kinds the cluster serves.
+func servedIntegrations(rc *rest.Config, cfg *config.AgentConfiguration, log logr.Logger) (*integration.Registry, error) {
+	selected, err := integration.Select(builtin.Adapters(), cfg.Integrations.Frameworks)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	served, err := integration.Served(dc, selected)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range selected {
+		if !slices.ContainsFunc(served, func(b integration.Adapter) bool { return b.Framework() == a.Framework() }) {
+			log.Info("Integration left out: the cluster does not serve its kind; install its CRD and operator, then restart fleetq-agent", "integration", a.Framework(), "kind", a.GVK().String())
+		}
+	}
+	return integration.NewRegistry(served...)
+}
+
+// New wires the agent. It asks the API server only which integrated kinds it serves; the rest
+// waits for Start.
 func New(opts Options) (*Agent, error) {
 	cfg := opts.Config
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
 	restCfg := cfg.ClientConnection.RESTConfig(opts.RestConfig, fleetq.AgentName)
+	integrations, err := servedIntegrations(restCfg, cfg, opts.Log)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", cfg.ClusterName, err)
+	}
+	var kinds []client.Object
+	for _, a := range integrations.Adapters() {
+		kinds = append(kinds, a.New())
+	}
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Logger:                        opts.Log,
-		Cache:                         watch.CacheOptions(cfg.Origin, cfg.Namespace),
+		Cache:                         watch.CacheOptions(cfg.Origin, cfg.Namespace, kinds),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:        cfg.Health.BindAddress,
 		LeaderElection:                *cfg.LeaderElection.Enabled,
@@ -88,14 +126,14 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager for cluster %q: %w", cfg.ClusterName, err)
 	}
-	a := &Agent{Manager: mgr, Fence: fencing.NewObserver(opts.Clock, fleetq.ManagerLeaseName(cfg.Origin))}
+	a := &Agent{Manager: mgr, Integrations: integrations, Fence: fencing.NewObserver(opts.Clock, fleetq.ManagerLeaseName(cfg.Origin))}
 	a.Report = &report.Publisher{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Log: opts.Log.WithName("report"),
 		ClusterName: cfg.ClusterName, Namespace: cfg.Namespace, Origin: cfg.Origin,
 		Resync: cfg.CapacityResyncPeriod.Duration,
 	}
 	a.Scheduler = &scheduler.Scheduler{
-		Client: mgr.GetClient(), Clock: opts.Clock, Log: opts.Log.WithName("scheduler"),
+		Client: mgr.GetClient(), Integrations: integrations, Clock: opts.Clock, Log: opts.Log.WithName("scheduler"),
 		Recorder:    mgr.GetEventRecorder(fleetq.AgentName),
 		ClusterName: cfg.ClusterName, Origin: cfg.Origin, Namespace: cfg.Namespace,
 		Fence: a.Fence, Publish: a.Report.Set,

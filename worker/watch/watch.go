@@ -5,7 +5,6 @@
 package watch
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,26 +30,26 @@ var BoundPodsSelector = fields.AndSelectors(
 	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 )
 
-// CacheOptions restricts the agent's cache: Workloads, Jobs and ResourceFlavors carrying its origin,
-// bound non-terminal pods, Leases in its namespace; pods and nodes are stripped and shared without
-// copying (the agent only reads them).
-func CacheOptions(origin, namespace string) cache.Options {
+// CacheOptions restricts the agent's cache: Workloads, job copies (of the given kinds) and
+// ResourceFlavors carrying its origin, bound non-terminal pods, Leases in its namespace; pods and
+// nodes are stripped and shared without copying (the agent only reads them).
+func CacheOptions(origin, namespace string, kinds []client.Object) cache.Options {
 	mine := labels.SelectorFromSet(labels.Set{fleetq.OriginLabel: origin})
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&kueue.Workload{}:       {Label: mine},
-			&batchv1.Job{}:          {Label: mine},
-			&kueue.ResourceFlavor{}: {Label: mine},
-			&corev1.Pod{}:           {Field: BoundPodsSelector, Transform: StripPod, UnsafeDisableDeepCopy: ptr.To(true)},
-			&corev1.Node{}:          {Transform: StripNode, UnsafeDisableDeepCopy: ptr.To(true)},
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{namespace: {}}},
-		},
+	byObject := map[client.Object]cache.ByObject{
+		&kueue.Workload{}:       {Label: mine},
+		&kueue.ResourceFlavor{}: {Label: mine},
+		&corev1.Pod{}:           {Field: BoundPodsSelector, Transform: StripPod, UnsafeDisableDeepCopy: ptr.To(true)},
+		&corev1.Node{}:          {Transform: StripNode, UnsafeDisableDeepCopy: ptr.To(true)},
+		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{namespace: {}}},
 	}
+	for _, k := range kinds {
+		byObject[k] = cache.ByObject{Label: mine}
+	}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
 }
 
-// StripPod keeps what capacity needs of a pod: its node, phase, requests, deletion and the label
-// naming its Job.
+// StripPod keeps what capacity needs of a pod: its node, phase, requests, deletion and the labels
+// naming its workload and pod set.
 func StripPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -69,8 +68,13 @@ func StripPod(obj any) (any, error) {
 		},
 		Status: corev1.PodStatus{Phase: p.Status.Phase},
 	}
-	if uid, ok := p.Labels[batchv1.ControllerUidLabel]; ok {
-		out.Labels = map[string]string{batchv1.ControllerUidLabel: uid}
+	for _, l := range []string{fleetq.WorkloadUIDLabel, fleetq.PodSetLabel} {
+		if v, ok := p.Labels[l]; ok {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[l] = v
+		}
 	}
 	for _, c := range p.Spec.Containers {
 		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	"github.com/fleetq/fleetq/worker/capacity"
 )
 
@@ -27,7 +28,8 @@ func fullPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7",
-			Labels:        map[string]string{batchv1.ControllerUidLabel: "job-uid", "app": "x", batchv1.JobNameLabel: "j"},
+			Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid", "app": "x", batchv1.JobNameLabel: "j",
+				fleetq.WorkloadUIDLabel: "wl-uid", fleetq.PodSetLabel: "main"},
 			Annotations:   map[string]string{"big": "annotation"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}},
 		},
@@ -55,7 +57,7 @@ func TestStripPodKeepsWhatCapacityReads(t *testing.T) {
 	if diff := cmp.Diff(capacity.PodRequests(&p.Spec), capacity.PodRequests(&got.Spec)); diff != "" {
 		t.Errorf("requests (-full +stripped):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{batchv1.ControllerUidLabel: "job-uid"}, got.Labels); diff != "" {
+	if diff := cmp.Diff(map[string]string{fleetq.WorkloadUIDLabel: "wl-uid", fleetq.PodSetLabel: "main"}, got.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	if got.Spec.NodeName != "n0" || got.Status.Phase != corev1.PodRunning || got.Annotations != nil || got.ManagedFields != nil || got.Status.Conditions != nil {

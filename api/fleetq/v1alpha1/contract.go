@@ -100,3 +100,19 @@ func ManagerLeaseName(origin string) string { return ManagerLeasePrefix + origin
 
 // CapacityReportName is the name of the report an agent publishes: its cluster's name.
 func CapacityReportName(clusterName string) string { return clusterName }
+
+// Identity of pods and the flavors a copy was admitted with: the manager writes these, the agent
+// reads them, for every kind of job alike.
+const (
+	// WorkloadUIDLabel on every pod template the manager starts (locally or as a worker's copy)
+	// holds the management cluster Workload's UID, so the pods of a workload are found by label.
+	WorkloadUIDLabel = "fleetq.dev/workload-uid"
+
+	// PodSetLabel on the same pod templates names the pod set (Kueue's label).
+	PodSetLabel = "kueue.x-k8s.io/podset"
+
+	// PodSetFlavorsAnnotation on a remote Workload holds, as JSON, the flavor the manager admitted
+	// each pod set's resources with ({"main":{"nvidia.com/gpu":"a100-flavor"}}); the copy's pod
+	// set templates carry that flavor's node selector and tolerations already.
+	PodSetFlavorsAnnotation = "fleetq.dev/pod-set-flavors"
+)

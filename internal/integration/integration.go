@@ -1,0 +1,114 @@
+// Package integration is the one contract between fleetq and the kinds of jobs it queues. An
+// Adapter describes one kind (batch/v1 Job, a Kubeflow training job, a RayJob, ...): its pod sets,
+// how to suspend and start it with the admitted flavors injected per pod set, whether it finished,
+// its managedBy field, the copy a worker runs and how that copy's status comes back. The manager's
+// job controller and webhook, dispatch and the worker's agent reach a kind only through this
+// contract; nothing else in fleetq knows about kinds.
+//
+// Identity: every pod template fleetq starts carries WorkloadUIDLabel (the management cluster
+// Workload's UID) and PodSetLabel, so pods are found, counted and matched to their pod set the same
+// way for every kind, locally and in workers.
+package integration
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+)
+
+// Labels fleetq puts on the pod templates it starts (see the package comment).
+const (
+	// WorkloadUIDLabel carries the UID of the management cluster's Workload.
+	WorkloadUIDLabel = fleetq.WorkloadUIDLabel
+	// PodSetLabel carries the pod set's name (Kueue's label).
+	PodSetLabel = fleetq.PodSetLabel
+)
+
+// Adapter integrates one kind of job. Its methods are pure: they read or change the object they
+// are given and never call the API server; the caller reads and writes.
+type Adapter interface {
+	// Framework is the kind's name in the configuration's integrations.frameworks, as in Kueue
+	// ("batch/job", "kubeflow.org/pytorchjob", "ray.io/rayjob").
+	Framework() string
+	// GVK is the kind's group, version and kind.
+	GVK() schema.GroupVersionKind
+	// New returns an empty object of the kind, with its GVK set when it is unstructured.
+	New() client.Object
+
+	// PodSets describes the job as its workload's pod sets: a name, a count and the pod template
+	// as the user wrote it, in a stable order. An error names the field that is wrong.
+	PodSets(obj client.Object) ([]kueue.PodSet, error)
+
+	// Suspended reports whether the job creates no pods (its suspend field, or a scheduling gate).
+	Suspended(obj client.Object) bool
+	// SetSuspended sets the suspend field.
+	SetSuspended(obj client.Object, suspended bool)
+	// ApplyPlacements injects each pod set's admitted placement (flavor node selector and
+	// tolerations, identity labels, partial-admission count) into its pod template.
+	ApplyPlacements(obj client.Object, placements []PodSetPlacement) error
+	// RestorePodSets puts back the scheduling fields of the templates the user wrote (kept in the
+	// workload's pod sets), undoing ApplyPlacements; it reports whether anything changed.
+	RestorePodSets(obj client.Object, original []kueue.PodSet) bool
+
+	// Status reads where the job is in its life.
+	Status(obj client.Object) Status
+
+	// ManagedBy is the job's managedBy field ("" when unset, which means the kind's own
+	// controller).
+	ManagedBy(obj client.Object) string
+	// SetManagedBy sets the managedBy field; "" clears it.
+	SetManagedBy(obj client.Object, controller string)
+
+	// Copy is the object a worker runs: name, namespace, labels and annotations of obj, and its
+	// spec without what the management cluster's controllers or API server filled in (status,
+	// generated selectors). The caller suspends it, clears managedBy and applies placements.
+	Copy(obj client.Object) client.Object
+	// MirrorStatus copies the worker copy's status into the local object and reports whether it
+	// changed anything. A nil remote means the copy is gone: the local status stops saying that
+	// pods run (as the kind's controller would for a suspended job), so the next copy's status can
+	// be mirrored.
+	MirrorStatus(local, remote client.Object) bool
+}
+
+// Status is where a job is in its life, as its kind's status says.
+type Status struct {
+	// Finished is true once the job ran to its end; Failed tells how, Message says why.
+	Finished bool
+	Failed   bool
+	Message  string
+	// Active is true while the job may still have pods (running, or terminating after a
+	// suspend): a stopped job's reservation is released only once Active is false.
+	Active bool
+}
+
+// Reclaimer is implemented by kinds whose pods finish one by one (a Job with completions): how
+// many pods of each pod set have finished for good and no longer need room.
+type Reclaimer interface {
+	ReclaimablePods(obj client.Object) map[kueue.PodSetReference]int32
+}
+
+// FinishedReason is the Workload Finished condition's reason for a status.
+func (s Status) FinishedReason() string {
+	if s.Failed {
+		return kueue.WorkloadFinishedReasonFailed
+	}
+	return kueue.WorkloadFinishedReasonSucceeded
+}
+
+// PodSetPlacement is what admission adds to one pod set's template.
+type PodSetPlacement struct {
+	// Name is the pod set's name.
+	Name kueue.PodSetReference
+	// Count, when set, is the admitted number of pods (partial admission).
+	Count *int32
+	Placement
+}
+
+// ErrNoPodSet says a placement names a pod set the object does not have.
+func ErrNoPodSet(a Adapter, obj client.Object, name kueue.PodSetReference) error {
+	return fmt.Errorf("%s %s/%s has no pod set %q", a.GVK().Kind, obj.GetNamespace(), obj.GetName(), name)
+}
