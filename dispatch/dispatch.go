@@ -175,6 +175,16 @@ func (d *Dispatcher) requeuePlacedOn(cluster string) {
 	}
 }
 
+// MultiCluster says whether admission checks send a ClusterQueue's workloads to worker clusters;
+// known is false while a check has not been processed yet.
+func (d *Dispatcher) MultiCluster(checks []kueue.AdmissionCheckReference) (multi, known bool) {
+	if _, unknown := d.Checks.Unknown(checks); unknown {
+		return false, false
+	}
+	_, multi = d.Checks.Clusters(checks)
+	return multi, true
+}
+
 // Place is the scheduler's placement hook: it picks the worker for an admission in a
 // ClusterQueue with a MultiKueue check, or says why none has room. Workloads of other queues
 // are admitted on quota alone.

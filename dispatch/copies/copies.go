@@ -176,6 +176,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || job == nil {
 		return reconcile.Result{}, err
 	}
+	if !jobs.Dispatched(job.a, job.obj, wl) {
+		// Its own controller here would run it too: it is never copied (the workloads controller
+		// keeps it pending with the reason once its reservation is released).
+		msg := jobs.ManagedByProblem(r.Integrations, wl, string(wl.Status.Admission.ClusterQueue), true)
+		if msg == "" {
+			msg = fmt.Sprintf("%s %s is not managed by %s, so it would run in this cluster as well; not dispatched", job.a.GVK().Kind, job.obj.GetName(), jobs.ManagedByMultiKueue)
+		}
+		return reconcile.Result{}, r.evict(ctx, wl, check, msg)
+	}
 	remote, err := r.ensureCopies(ctx, w, wl, job)
 	if err != nil {
 		return r.copyFailed(ctx, wl, check, cluster, err)
@@ -267,7 +276,7 @@ func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, clus
 		return false, nil
 	}
 	job, err := r.managerJob(ctx, wl)
-	if err != nil || job == nil || !jobs.Dispatched(job.a, job.obj) {
+	if err != nil || job == nil || !jobs.Dispatched(job.a, job.obj, wl) {
 		return false, err
 	}
 	if job.a.Status(job.obj).Finished {
@@ -877,10 +886,10 @@ func soonest(res reconcile.Result, d time.Duration) reconcile.Result {
 // mirror copies the worker's job status to the management cluster's job, at most once per
 // MirrorInterval while it runs, at once when it finishes.
 func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, j *job, res reconcile.Result) (reconcile.Result, error) {
-	if !jobs.Dispatched(j.a, j.obj) {
+	if !jobs.Dispatched(j.a, j.obj, wl) {
 		return res, nil
 	}
-	if j.a.Suspended(j.obj) {
+	if j.a.Suspended(j.obj) && !jobs.StaysSuspended(j.a) {
 		// The job integration starts it once the workload is Admitted; a status mirrored into
 		// a suspended job would contradict its spec. Once Admitted, look again soon: the worker
 		// may not change the copy's status again for a long time. Before, the worker's verdict

@@ -44,6 +44,16 @@ func (j gpuJob) create(ctx context.Context, name string) *batchv1.Job {
 	if j.priorityClass != "" {
 		labels[kueue.PriorityClassLabel] = j.priorityClass
 	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.namespace, Name: name, Labels: labels},
+		Spec:       batchv1.JobSpec{Parallelism: ptr.To(j.pods), Completions: ptr.To(j.pods), Template: j.template()},
+	}
+	Expect(mgmt.Create(ctx, job)).To(Succeed())
+	return job
+}
+
+// template is the job's pod template as a user writes it.
+func (j gpuJob) template() corev1.PodTemplateSpec {
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{
@@ -63,12 +73,7 @@ func (j gpuJob) create(ctx context.Context, name string) *batchv1.Job {
 	if j.product != "" {
 		tmpl.Spec.NodeSelector = map[string]string{lab.GPUProductLabel: j.product}
 	}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: j.namespace, Name: name, Labels: labels},
-		Spec:       batchv1.JobSpec{Parallelism: ptr.To(j.pods), Completions: ptr.To(j.pods), Template: tmpl},
-	}
-	Expect(mgmt.Create(ctx, job)).To(Succeed())
-	return job
+	return tmpl
 }
 
 func workloadOf(ctx context.Context, job *batchv1.Job) *kueue.Workload {

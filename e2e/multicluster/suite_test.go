@@ -1,6 +1,6 @@
-// Package multicluster runs fleetq's dispatch end to end on the lab: a management cluster (API
-// server only: jobs never run there) and three workers with their own fleetq-agent — us-east and
-// us-west with A100 nodes, eu-west with L4 nodes. us-east and eu-west are registered with
+// Package multicluster runs fleetq's dispatch end to end on the lab: a management cluster (with its
+// own job controller and a CPU node, so a job wrongly left to it would get pods there) and three
+// workers with their own fleetq-agent — us-east and us-west with A100 nodes, eu-west with L4 nodes. us-east and eu-west are registered with
 // MultiKueueClusters, us-west through a Cluster API Cluster and its kubeconfig Secret.
 package multicluster
 
@@ -64,7 +64,7 @@ func labSpec() *lab.Spec {
 	return &lab.Spec{
 		Mode:       lab.ModeFull,
 		PodRunTime: metav1.Duration{Duration: time.Hour},
-		Management: lab.ClusterSpec{Name: "management", Mode: lab.ModeAPIServer},
+		Management: lab.ClusterSpec{Name: "management", NodePools: []lab.NodePool{lab.CPUPool(1)}},
 		Workers: []lab.ClusterSpec{
 			{Name: "us-east", NodePools: []lab.NodePool{east}},
 			{Name: "us-west", NodePools: []lab.NodePool{west}},

@@ -36,6 +36,8 @@ type Adapter interface {
 	Framework() string
 	// GVK is the kind's group, version and kind.
 	GVK() schema.GroupVersionKind
+	// Fields names the kind's fields in messages to users.
+	Fields() Fields
 	// New returns an empty object of the kind, with its GVK set when it is unstructured.
 	New() client.Object
 
@@ -72,6 +74,14 @@ type Adapter interface {
 	// pods run (as the kind's controller would for a suspended job), so the next copy's status can
 	// be mirrored.
 	MirrorStatus(local, remote client.Object) bool
+}
+
+// Fields names a kind's fields in messages, as paths ("spec.suspend").
+type Fields struct {
+	Suspend string
+	// ManagedBy is empty for a kind without one (fleetq holds its pods with a scheduling gate
+	// wherever it runs, so it may run locally or in a worker alike).
+	ManagedBy string
 }
 
 // Status is where a job is in its life, as its kind's status says.

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/internal/integration"
@@ -174,11 +175,20 @@ func Managed(obj client.Object, cfg *config.Configuration) bool {
 	return cfg != nil && cfg.ManageJobsWithoutQueueName
 }
 
-// Dispatched reports whether a job runs in a worker cluster (its managedBy is MultiKueue's):
-// its pods never exist here and its status is mirrored from the worker's copy.
-func Dispatched(a integration.Adapter, obj client.Object) bool {
+// Dispatched reports whether a job runs in a worker cluster: its managedBy is MultiKueue's, or,
+// for a kind without managedBy, its workload was placed on a worker. Its pods never exist here
+// and its status is mirrored from the worker's copy.
+func Dispatched(a integration.Adapter, obj client.Object, wl *kueue.Workload) bool {
+	if a.Fields().ManagedBy == "" {
+		return wl != nil && workload.ClusterName(wl) != ""
+	}
 	return a.ManagedBy(obj) == ManagedByMultiKueue
 }
+
+// StaysSuspended reports whether a dispatched job of this kind stays suspended here while its
+// copy runs: a kind without managedBy has no other way to keep its controller here from
+// running it too.
+func StaysSuspended(a integration.Adapter) bool { return a.Fields().ManagedBy == "" }
 
 // WorkloadName is the name of a job's Workload.
 func WorkloadName(a integration.Adapter, obj client.Object) string {
@@ -194,6 +204,14 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, obj client.Object, st i
 			podSets, err := r.Adapter.PodSets(obj)
 			if err != nil {
 				return nil, nil // the job was edited into something invalid; its webhook refuses that
+			}
+			if managedBy, ok := wl.Annotations[fleetq.JobManagedByAnnotation]; ok && managedBy != r.Adapter.ManagedBy(obj) {
+				// A kind whose managedBy may change while it waits: what it may run on follows.
+				orig := wl.DeepCopy()
+				wl.Annotations[fleetq.JobManagedByAnnotation] = r.Adapter.ManagedBy(obj)
+				if err := r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+					return nil, fmt.Errorf("updating workload %s/%s of %s %s: %w", wl.Namespace, wl.Name, r.Adapter.GVK().Kind, obj.GetName(), err)
+				}
 			}
 			if !integration.PodSetsEqual(wl.Spec.PodSets, podSets) {
 				// The job was edited while it waited: the workload follows it.
@@ -248,6 +266,9 @@ func (r *Reconciler) newWorkload(ctx context.Context, obj client.Object, name st
 			PodSets:   podSets,
 			QueueName: kueue.LocalQueueName(obj.GetLabels()[kueue.QueueNameLabel]),
 		},
+	}
+	if r.Adapter.Fields().ManagedBy != "" {
+		wl.Annotations = map[string]string{fleetq.JobManagedByAnnotation: r.Adapter.ManagedBy(obj)}
 	}
 	if err := r.setPriority(ctx, obj, wl); err != nil {
 		return nil, err
@@ -308,10 +329,21 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, obj client.Obje
 	if !r.Adapter.Suspended(obj) {
 		return nil
 	}
+	dispatched := Dispatched(r.Adapter, obj, wl)
+	if (workload.ClusterName(wl) != "") != dispatched {
+		// Admitted to run where its managedBy does not let it (its ClusterQueue changed since it
+		// was queued): never started here, and dispatch never copies it; the workloads controller
+		// keeps it pending with the reason once it is requeued.
+		log.Info("Admitted job not started: its managedBy does not match where it was placed", "managedBy", r.Adapter.ManagedBy(obj), "cluster", workload.ClusterName(wl))
+		return nil
+	}
+	if dispatched && StaysSuspended(r.Adapter) {
+		return nil
+	}
 	orig := obj.DeepCopyObject().(client.Object)
 	// A dispatched job runs from its copy in the worker, which gets the placement there; its
 	// templates here stay as the user wrote them.
-	if !Dispatched(r.Adapter, obj) {
+	if !dispatched {
 		flavors, err := Flavors(ctx, r.Client, wl)
 		if err != nil {
 			return err
@@ -345,7 +377,7 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, obj client.Objec
 		r.event(obj, corev1.EventTypeNormal, ReasonStopped, "%s", msg)
 		return reconcile.Result{}, nil
 	}
-	if Dispatched(r.Adapter, obj) {
+	if Dispatched(r.Adapter, obj, wl) {
 		// Dispatch requeues it once the worker's copies are confirmed gone, so no copy can
 		// start again while the workload is placed elsewhere.
 		return reconcile.Result{}, nil
@@ -371,7 +403,7 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, obj client.Objec
 // keepSuspended re-suspends a pending job that someone unsuspended: it must not create pods
 // before admission (the webhook refuses such edits; this covers jobs from before fleetq ran).
 func (r *Reconciler) keepSuspended(ctx context.Context, obj client.Object, wl *kueue.Workload) error {
-	if r.Adapter.Suspended(obj) || Dispatched(r.Adapter, obj) {
+	if r.Adapter.Suspended(obj) || Dispatched(r.Adapter, obj, wl) {
 		return nil
 	}
 	orig := obj.DeepCopyObject().(client.Object)

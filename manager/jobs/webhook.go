@@ -256,7 +256,8 @@ func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) er
 			return err
 		}
 		if !admitted {
-			errs = append(errs, field.Forbidden(field.NewPath("spec", "suspend"), fmt.Sprintf(
+			suspend := strings.Split(w.Adapter.Fields().Suspend, ".")
+			errs = append(errs, field.Forbidden(field.NewPath(suspend[0], suspend[1:]...), fmt.Sprintf(
 				"the job waits in LocalQueue %q for quota; fleetq unsuspends it when its workload is admitted (kubectl -n %s get workloads)", newQ, obj.GetNamespace())))
 		}
 	}

@@ -174,7 +174,8 @@ func (m *Manager) wire(opts Options) error {
 		return fmt.Errorf("job index: %w", err)
 	}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&workloads.Reconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("workloads"), Requeue: requeue},
+		&workloads.Reconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("workloads"), Requeue: requeue,
+			Admissible: m.admissible},
 		&quota.ClusterQueueReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("clusterqueues"), Trigger: trigger, FairSharing: cfg.FairSharing.Enable, Workloads: requeue},
 		&quota.LocalQueueReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("localqueues"), Trigger: trigger, Workloads: requeue},
 		&quota.FlavorReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger},
@@ -200,6 +201,15 @@ func (m *Manager) wire(opts Options) error {
 	}
 	m.Dispatcher = d
 	m.Scheduler.Placer = d
+	d.Checks.OnChange = func() {
+		// Whether a queue dispatches decides where its jobs may run: route them again.
+		m.Queues.WakeAll()
+		go func() {
+			if err := workloads.RequeuePending(ctx, m.GetClient(), requeue); err != nil {
+				log.Error(err, "Routing workloads again after an admission check changed")
+			}
+		}()
+	}
 	return m.setupWebhooks(cfg)
 }
 
@@ -231,6 +241,19 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("webhook certificate: %w", err)
 	}
 	return m.Manager.Start(ctx)
+}
+
+// admissible keeps a workload out of its queue when its job's managedBy does not fit how the
+// ClusterQueue runs workloads (here or in worker clusters).
+func (m *Manager) admissible(wl *kueue.Workload, route cache.Route) string {
+	if m.Dispatcher == nil {
+		return ""
+	}
+	multi, known := m.Dispatcher.MultiCluster(route.Checks)
+	if !known {
+		return "" // routed again once the check is known
+	}
+	return jobs.ManagedByProblem(m.Integrations, wl, route.ClusterQueue, multi)
 }
 
 // integrations selects the configured job integrations the management cluster serves (asking its

@@ -41,6 +41,9 @@ type Reconciler struct {
 	Log    logr.Logger
 	// Requeue receives workloads to look at again after a queue, flavor or namespace changed.
 	Requeue chan event.TypedGenericEvent[*kueue.Workload]
+	// Admissible, when set, says why a routed workload cannot run through its ClusterQueue at all
+	// (its job's managedBy does not fit how the queue runs workloads); "" when it can.
+	Admissible func(wl *kueue.Workload, route cache.Route) string
 }
 
 // SetupIndexes registers the field indexes this package lists by.
@@ -110,6 +113,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
+	if r.Admissible != nil {
+		if problem := r.Admissible(wl, route); problem != "" {
+			r.Queues.Delete(key)
+			err := scheduler.SetPending(ctx, r.Client, r.Clock, key, kueue.WorkloadInadmissible, problem)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, fmt.Errorf("workload %s: %w", key, err)
+			}
+			return reconcile.Result{}, nil
+		}
+	}
 	ewl := cache.Workload(wl, route.ClusterQueue)
 	r.Queues.Add(&ewl, lqKey, workload.RequeueAt(wl))
 	return reconcile.Result{}, nil
@@ -118,6 +131,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) forget(key string) {
 	r.Queues.Delete(key)
 	r.Queues.Wake(r.Cache.Release(key)...)
+}
+
+// RequeuePending sends every workload that holds no quota back through Reconcile, after something
+// that decides whether workloads can run at all changed (an admission check became known).
+func RequeuePending(ctx context.Context, c client.Client, ch chan<- event.TypedGenericEvent[*kueue.Workload]) error {
+	list := &kueue.WorkloadList{}
+	if err := c.List(ctx, list); err != nil {
+		return fmt.Errorf("listing workloads: %w", err)
+	}
+	for i := range list.Items {
+		if !workload.HasQuotaReservation(&list.Items[i]) {
+			ch <- event.TypedGenericEvent[*kueue.Workload]{Object: &list.Items[i]}
+		}
+	}
+	return nil
 }
 
 // RequeueLocalQueue sends every workload of a LocalQueue back through Reconcile, after the

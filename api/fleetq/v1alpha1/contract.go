@@ -111,6 +111,11 @@ const (
 	// PodSetLabel on the same pod templates names the pod set (Kueue's label).
 	PodSetLabel = "kueue.x-k8s.io/podset"
 
+	// JobManagedByAnnotation on a management cluster Workload holds its job's managedBy ("" when
+	// unset): whether the job may run here, or only as a worker's copy, is decided against it
+	// when the workload is queued, not only when the job was created.
+	JobManagedByAnnotation = "fleetq.dev/job-managed-by"
+
 	// PodSetFlavorsAnnotation on a remote Workload holds, as JSON, the flavor the manager admitted
 	// each pod set's resources with ({"main":{"nvidia.com/gpu":"a100-flavor"}}); the copy's pod
 	// set templates carry that flavor's node selector and tolerations already.

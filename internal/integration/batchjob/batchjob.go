@@ -36,6 +36,11 @@ func (Adapter) Framework() string { return Framework }
 // GVK implements integration.Adapter.
 func (Adapter) GVK() schema.GroupVersionKind { return batchv1.SchemeGroupVersion.WithKind("Job") }
 
+// Fields implements integration.Adapter.
+func (Adapter) Fields() integration.Fields {
+	return integration.Fields{Suspend: "spec.suspend", ManagedBy: "spec.managedBy"}
+}
+
 // New implements integration.Adapter.
 func (Adapter) New() client.Object { return &batchv1.Job{} }
 
