@@ -43,7 +43,7 @@ func TestLoadDefaults(t *testing.T) {
 		ManagedJobsNamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "fleetq-system"},
 		}}},
-		Integrations:      Integrations{Frameworks: []string{"batch/job"}},
+		Integrations:      Integrations{Frameworks: DefaultFrameworks},
 		RequeuingStrategy: RequeuingStrategy{BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600)},
 		MultiCluster: MultiCluster{
 			Origin:                 "multikueue",
@@ -138,8 +138,8 @@ fairSharing: {enable: true}
 			wantErr: []string{"webhook.url", "must be an https:// URL"},
 		},
 		"unknown framework": {
-			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nintegrations: {frameworks: [kubeflow.org/mpijob]}\n",
-			wantErr: []string{`integrations.frameworks[0]: Unsupported value: "kubeflow.org/mpijob"`},
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nintegrations: {frameworks: [batch/job, kubeflow.org/mxjob, batch/job]}\n",
+			wantErr: []string{`integrations.frameworks[1]: Unsupported value: "kubeflow.org/mxjob"`, `integrations.frameworks[2]: Duplicate value: "batch/job"`},
 		},
 		"backoff max below base": {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nrequeuingStrategy: {backoffBaseSeconds: 100, backoffMaxSeconds: 10}\n",

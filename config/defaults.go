@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +78,7 @@ func (c *Configuration) SetDefaults() {
 		}}}
 	}
 	if len(c.Integrations.Frameworks) == 0 {
-		c.Integrations.Frameworks = []string{FrameworkBatchJob}
+		c.Integrations.Frameworks = slices.Clone(DefaultFrameworks)
 	}
 	r := &c.RequeuingStrategy
 	if r.BackoffBaseSeconds == nil {
@@ -121,7 +122,7 @@ func (c *AgentConfiguration) SetDefaults() {
 	c.ClientConnection.setDefaults()
 	c.LeaderElection.setDefaults(DefaultAgentLease)
 	if len(c.Integrations.Frameworks) == 0 {
-		c.Integrations.Frameworks = []string{FrameworkBatchJob}
+		c.Integrations.Frameworks = slices.Clone(DefaultFrameworks)
 	}
 	if c.Metrics.BindAddress == "" {
 		c.Metrics.BindAddress = DefaultMetricsAddr

@@ -64,8 +64,17 @@ func (c *AgentConfiguration) Validate() field.ErrorList {
 	return errs
 }
 
-// KnownFrameworks are the integrations fleetq ships, by Kueue's names.
-var KnownFrameworks = []string{FrameworkBatchJob}
+// KnownFrameworks are the integrations fleetq ships, by Kueue's names (internal/integration/
+// builtin implements exactly these).
+var KnownFrameworks = []string{
+	FrameworkBatchJob,
+	"kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob", "kubeflow.org/mpijob",
+	"ray.io/rayjob", "ray.io/raycluster",
+}
+
+// DefaultFrameworks are integrated when integrations.frameworks is empty: every known one; a
+// kind whose CRD a cluster does not serve is left out there.
+var DefaultFrameworks = KnownFrameworks
 
 func (in Integrations) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList

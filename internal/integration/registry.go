@@ -38,11 +38,19 @@ func NewRegistry(adapters ...Adapter) (*Registry, error) {
 	return r, nil
 }
 
-// Adapters lists the registered adapters in registration order.
-func (r *Registry) Adapters() []Adapter { return slices.Clone(r.order) }
+// Adapters lists the registered adapters in registration order (none for a nil registry).
+func (r *Registry) Adapters() []Adapter {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.order)
+}
 
 // ForGVK returns the adapter of a kind.
 func (r *Registry) ForGVK(gvk schema.GroupVersionKind) (Adapter, bool) {
+	if r == nil {
+		return nil, false
+	}
 	a, ok := r.byGVK[gvk]
 	return a, ok
 }

@@ -125,7 +125,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if !r.managed(obj) {
+	if !Managed(obj, r.Config, r.Integrations) {
 		return reconcile.Result{}, nil
 	}
 	// Workloads of an earlier job with the same name go; quota they hold is released.
@@ -156,19 +156,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// managed reports whether fleetq manages the job: it names a queue, or the configuration manages
-// jobs without one; a job another integrated job owns is its owner's business.
-func (r *Reconciler) managed(obj client.Object) bool {
-	if r.Integrations != nil {
-		if _, _, owned := r.Integrations.Owner(obj); owned {
+// Managed reports whether fleetq manages a job: it names a queue, or the configuration manages
+// jobs without one. A job another integrated job owns (a RayJob's RayCluster, whose labels KubeRay
+// copies from the RayJob) is its owner's business: its owner's workload accounts for it.
+func Managed(obj client.Object, cfg *config.Configuration, integrations *integration.Registry) bool {
+	if integrations != nil {
+		if _, _, owned := integrations.Owner(obj); owned {
 			return false
 		}
 	}
-	return Managed(obj, r.Config)
-}
-
-// Managed reports whether a job names a queue, or the configuration manages jobs without one.
-func Managed(obj client.Object, cfg *config.Configuration) bool {
 	if _, ok := obj.GetLabels()[kueue.QueueNameLabel]; ok {
 		return true
 	}

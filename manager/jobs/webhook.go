@@ -29,6 +29,8 @@ import (
 // scheduler's back.
 type Webhook struct {
 	Adapter integration.Adapter
+	// Integrations tells jobs another integrated job owns; those are left alone.
+	Integrations *integration.Registry
 	// Client reads from the manager's cache; APIReader confirms with the API server when the
 	// cache may lag (the manager's own unsuspend right after admission).
 	Client    client.Reader
@@ -138,7 +140,7 @@ func (w *Webhook) Default(ctx context.Context, obj client.Object) error {
 			}
 		}
 	}
-	if !Managed(obj, w.Config) {
+	if !Managed(obj, w.Config, w.Integrations) {
 		return nil
 	}
 	w.Adapter.SetSuspended(obj, true)
@@ -206,8 +208,11 @@ func MultiCluster(ctx context.Context, c client.Reader, name kueue.ClusterQueueR
 
 // ValidateCreate checks the labels a job joins a queue with and what its pod sets ask for.
 func (w *Webhook) ValidateCreate(ctx context.Context, obj client.Object) error {
+	if _, _, owned := w.Integrations.Owner(obj); owned {
+		return nil
+	}
 	errs := w.validateLabels(ctx, obj)
-	if Managed(obj, w.Config) {
+	if Managed(obj, w.Config, w.Integrations) {
 		if _, err := w.Adapter.PodSets(obj); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec"), "", err.Error()))
 		}
@@ -238,7 +243,7 @@ func (w *Webhook) validateLabels(ctx context.Context, obj client.Object) field.E
 // ValidateUpdate keeps a managed job from starting before admission and from leaving its queue
 // while it runs.
 func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) error {
-	if !Managed(old, w.Config) && !Managed(obj, w.Config) {
+	if !Managed(old, w.Config, w.Integrations) && !Managed(obj, w.Config, w.Integrations) {
 		return nil
 	}
 	var errs field.ErrorList

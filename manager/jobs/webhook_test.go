@@ -18,7 +18,9 @@ import (
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	"github.com/fleetq/fleetq/internal/integration/ray"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
@@ -137,5 +139,31 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// A RayJob's RayCluster carries the RayJob's labels, queue name included: the webhooks leave a
+// job another integrated job owns alone (its owner's workload accounts for it).
+func TestWebhooksLeaveJobsOwnedByIntegratedJobs(t *testing.T) {
+	reg, err := integration.NewRegistry(batchjob.Adapter{}, ray.RayJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWebhook(nil)
+	w.Integrations = reg
+	j := job(map[string]string{kueue.QueueNameLabel: "Not_A_Queue"})
+	j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "train", UID: "r", Controller: ptr.To(true)}}
+	if err := w.Default(createCtx(), j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.Suspend != nil {
+		t.Error("the webhook suspended a job a RayJob owns")
+	}
+	if err := w.ValidateCreate(context.Background(), j); err != nil {
+		t.Errorf("the webhook validated a job a RayJob owns: %v", err)
+	}
+	j.OwnerReferences = nil
+	if err := w.ValidateCreate(context.Background(), j); err == nil {
+		t.Error("the same job on its own was not validated")
 	}
 }

@@ -215,7 +215,7 @@ func (m *Manager) wire(opts Options) error {
 
 func (m *Manager) setupWebhooks(cfg *config.Configuration) error {
 	for _, a := range m.Integrations.Adapters() {
-		hook := &jobs.Webhook{Adapter: a, Client: m.GetClient(), APIReader: m.GetAPIReader(), Config: cfg}
+		hook := &jobs.Webhook{Adapter: a, Integrations: m.Integrations, Client: m.GetClient(), APIReader: m.GetAPIReader(), Config: cfg}
 		m.GetWebhookServer().Register(jobs.MutatePath(a), &webhook.Admission{Handler: hook.Mutating()})
 		m.GetWebhookServer().Register(jobs.ValidatePath(a), &webhook.Admission{Handler: hook.Validating()})
 	}

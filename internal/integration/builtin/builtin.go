@@ -5,9 +5,23 @@ package builtin
 import (
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	"github.com/fleetq/fleetq/internal/integration/kubeflow"
+	"github.com/fleetq/fleetq/internal/integration/ray"
 )
 
 // Adapters are every built-in integration, in the order their controllers are set up.
 func Adapters() []integration.Adapter {
-	return []integration.Adapter{batchjob.Adapter{}}
+	out := []integration.Adapter{batchjob.Adapter{}}
+	out = append(out, kubeflow.Adapters()...)
+	return append(out, ray.Adapters()...)
+}
+
+// Resources are the API resources of the built-in kinds, by group, for RBAC rules (manager,
+// agent, and the manager's access to workers).
+func Resources() map[string][]string {
+	return map[string][]string{
+		"batch":        {"jobs"},
+		"kubeflow.org": {"pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "mpijobs"},
+		"ray.io":       {"rayjobs", "rayclusters"},
+	}
 }
