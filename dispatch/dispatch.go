@@ -52,8 +52,10 @@ type Dispatcher struct {
 	flavors *flavorsync.Syncer
 	gc      *gc.Collector
 	wake    func()
-	log     logr.Logger
-	clock   clock.PassiveClock
+	// integrations are the kinds of jobs dispatched.
+	integrations *integration.Registry
+	log          logr.Logger
+	clock        clock.PassiveClock
 }
 
 // Options wire a Dispatcher.
@@ -70,7 +72,7 @@ type Options struct {
 // Setup registers dispatch's controllers and runnables with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, error) {
 	cfg, mc := opts.Config, opts.Config.MultiCluster
-	d := &Dispatcher{Book: placement.NewBook(), Checks: checks.NewIndex(), client: mgr.GetClient(), wake: opts.WakeQueues, log: opts.Log, clock: opts.Clock}
+	d := &Dispatcher{Book: placement.NewBook(), Checks: checks.NewIndex(), client: mgr.GetClient(), wake: opts.WakeQueues, integrations: opts.Integrations, log: opts.Log, clock: opts.Clock}
 	d.Checks.OnChange = opts.WakeQueues
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kueue.Workload{}, ClusterNameIndex, func(o client.Object) []string {
 		if c := workload.ClusterName(o.(*kueue.Workload)); c != "" {
@@ -196,7 +198,7 @@ func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames [
 	if !multi {
 		return "", true, ""
 	}
-	req := placement.Request{Key: w.Key, PodSets: w.PodSets, Admission: a, Now: d.clock.Now()}
+	req := placement.Request{Key: w.Key, Framework: d.framework(w.Key), PodSets: w.PodSets, Admission: a, Now: d.clock.Now()}
 	for _, n := range names {
 		wk, h := d.Registry.Get(n)
 		c := placement.Candidate{Cluster: n, Usable: wk != nil && h.Active}
@@ -207,6 +209,19 @@ func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames [
 	}
 	dec, ok := d.Book.Place(req)
 	return dec.Cluster, ok, dec.Explanation
+}
+
+// framework names the integration of a workload's job, read from the cache without a copy (it
+// runs inside the admission cycle); "" when the workload has no integrated job.
+func (d *Dispatcher) framework(key string) string {
+	wl := &kueue.Workload{}
+	if err := d.client.Get(context.Background(), workload.SplitKey(key), wl, client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	if _, a, ok := d.integrations.Owner(wl); ok {
+		return a.Framework()
+	}
+	return ""
 }
 
 // setupClusterAPI registers Cluster API discovery when the management cluster serves Cluster

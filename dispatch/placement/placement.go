@@ -39,12 +39,17 @@ type refusal struct {
 	why   string
 }
 
+// BatchJob is the integration of batch/v1 Jobs, which every agent runs.
+const BatchJob = "batch/job"
+
 type report struct {
 	revision int64
 	updated  time.Time
 	fenced   bool
 	nodes    []node
 	flavors  map[string]bool
+	// kinds are the integrations the worker's agent runs.
+	kinds []string
 }
 
 type node struct {
@@ -76,7 +81,10 @@ func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
 	if cur, ok := b.reports[cluster]; ok && cur.revision > cr.Status.Revision {
 		return
 	}
-	r := &report{revision: cr.Status.Revision, updated: cr.Status.UpdateTime.Time, fenced: cr.Status.Fenced, flavors: map[string]bool{}}
+	r := &report{revision: cr.Status.Revision, updated: cr.Status.UpdateTime.Time, fenced: cr.Status.Fenced, flavors: map[string]bool{}, kinds: cr.Status.Kinds}
+	if len(r.kinds) == 0 {
+		r.kinds = []string{BatchJob} // agents that do not say ran batch/v1 Jobs only
+	}
 	for _, f := range cr.Status.Flavors {
 		r.flavors[f.Name] = true
 	}
@@ -177,7 +185,10 @@ type Candidate struct {
 
 // Request is a workload to place: its pod sets and the flavors its admission assigned.
 type Request struct {
-	Key        string
+	Key string
+	// Framework is the integration of the workload's job ("batch/job"); "" for a workload with
+	// no job, which any worker may take.
+	Framework  string
 	PodSets    []engine.PodSet
 	Admission  *engine.Admission
 	Candidates []Candidate
@@ -223,6 +234,11 @@ func (b *Book) Place(req Request) (Decision, bool) {
 		if _, silent := b.silent[c.Cluster]; silent {
 			clauses = append(clauses, fmt.Sprintf("%s: its agent left a copy untouched and has not reported since %s (is fleetq-agent running there?)",
 				c.Cluster, r.updated.UTC().Format(time.RFC3339)))
+			continue
+		}
+		if req.Framework != "" && !slices.Contains(r.kinds, req.Framework) {
+			clauses = append(clauses, fmt.Sprintf("%s: does not run %s (its agent runs %s; install the kind's CRD and operator there and list it in the agent's integrations)",
+				c.Cluster, req.Framework, strings.Join(r.kinds, ", ")))
 			continue
 		}
 		if rf, ok := b.refused[req.Key][c.Cluster]; ok {

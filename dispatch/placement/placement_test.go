@@ -231,3 +231,36 @@ func TestRefusingWorkerSkippedForThatWorkloadUntilTheRefusalExpires(t *testing.T
 		t.Fatalf("a released workload keeps no refusal: %s", d.Explanation)
 	}
 }
+
+func TestWorkerPlacesOnlyTheKindsItsAgentRuns(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	east := gpuReport(1, t0, "a100", 8)
+	east.Status.Kinds = []string{"batch/job", "kubeflow.org/pytorchjob"}
+	b.SetReport("us-east", east)
+	b.SetReport("us-west", gpuReport(1, t0, "a100", 8)) // an agent that does not say: batch Jobs only
+	ray := gpuRequest("ns/ray", "a100", 1, 1, usable("us-east", "us-west")...)
+	ray.Framework = "ray.io/rayjob"
+	d, ok := b.Place(ray)
+	if ok {
+		t.Fatalf("a RayJob was placed on %s", d.Cluster)
+	}
+	for _, want := range []string{
+		"us-east: does not run ray.io/rayjob (its agent runs batch/job, kubeflow.org/pytorchjob;",
+		"us-west: does not run ray.io/rayjob (its agent runs batch/job;",
+	} {
+		if !strings.Contains(d.Explanation, want) {
+			t.Errorf("explanation %q does not say %q", d.Explanation, want)
+		}
+	}
+	pt := gpuRequest("ns/pt", "a100", 1, 1, usable("us-west", "us-east")...)
+	pt.Framework = "kubeflow.org/pytorchjob"
+	if d, ok := b.Place(pt); !ok || d.Cluster != "us-east" {
+		t.Errorf("a PyTorchJob goes to the worker that runs it: %q %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+	job := gpuRequest("ns/job", "a100", 1, 1, usable("us-west")...)
+	job.Framework = BatchJob
+	if d, ok := b.Place(job); !ok || d.Cluster != "us-west" {
+		t.Errorf("a Job goes anywhere: %q %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+}

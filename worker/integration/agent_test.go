@@ -45,6 +45,8 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			r := getReport(ctx, g)
 			st := r.Status
 			g.Expect(st.ClusterName).To(Equal(worker))
+			// The cluster serves no CRD of the other built-in kinds: the agent runs batch Jobs only.
+			g.Expect(st.Kinds).To(Equal([]string{"batch/job"}))
 			g.Expect(st.FlavorCount).To(BeEquivalentTo(2))
 			g.Expect(st.UnmatchedNodes).To(BeZero())
 			g.Expect(st.Nodes).To(HaveLen(4))

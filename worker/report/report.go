@@ -55,6 +55,8 @@ type Publisher struct {
 	ClusterName string
 	Namespace   string
 	Origin      string
+	// Kinds are the kinds of jobs the agent runs, reported as status.kinds.
+	Kinds []string
 	// MinInterval debounces writes; default DefaultMinInterval.
 	MinInterval time.Duration
 	// Resync rewrites the report (same revision, new updateTime) when nothing changed for so long.
@@ -173,7 +175,9 @@ func (p *Publisher) compute(ctx context.Context) (fleetq.CapacityReportStatus, e
 	for i := range flavors.Items {
 		flavorPtrs[i] = &flavors.Items[i]
 	}
-	return capacity.Report(p.ClusterName, capacity.Nodes(nodePtrs, podPtrs), flavorPtrs, reserved, fenced), nil
+	st := capacity.Report(p.ClusterName, capacity.Nodes(nodePtrs, podPtrs), flavorPtrs, reserved, fenced)
+	st.Kinds = p.Kinds
+	return st, nil
 }
 
 // write creates the report or patches it, bumping the revision when the content changed.

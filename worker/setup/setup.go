@@ -68,6 +68,15 @@ type Agent struct {
 	Integrations *integration.Registry
 }
 
+// frameworks names the integrations of a registry.
+func frameworks(r *integration.Registry) []string {
+	var out []string
+	for _, a := range r.Adapters() {
+		out = append(out, a.Framework())
+	}
+	return out
+}
+
 // servedIntegrations selects the configured integrations whose kinds the cluster serves.
 func servedIntegrations(rc *rest.Config, cfg *config.AgentConfiguration, log logr.Logger) (*integration.Registry, error) {
 	selected, err := integration.Select(builtin.Adapters(), cfg.Integrations.Frameworks)
@@ -129,7 +138,7 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{Manager: mgr, Integrations: integrations, Fence: fencing.NewObserver(opts.Clock, fleetq.ManagerLeaseName(cfg.Origin))}
 	a.Report = &report.Publisher{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Log: opts.Log.WithName("report"),
-		ClusterName: cfg.ClusterName, Namespace: cfg.Namespace, Origin: cfg.Origin,
+		ClusterName: cfg.ClusterName, Namespace: cfg.Namespace, Origin: cfg.Origin, Kinds: frameworks(integrations),
 		Resync: cfg.CapacityResyncPeriod.Duration,
 	}
 	a.Scheduler = &scheduler.Scheduler{

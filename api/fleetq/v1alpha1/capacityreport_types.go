@@ -39,6 +39,13 @@ type CapacityReportStatus struct {
 	// +optional
 	Fenced bool `json:"fenced,omitempty"`
 
+	// kinds are the kinds of jobs the agent runs here, by integration name (batch/job,
+	// kubeflow.org/pytorchjob, ray.io/rayjob): those its configuration lists whose CRD the
+	// cluster serves. The manager places no other kind here.
+	// +listType=set
+	// +optional
+	Kinds []string `json:"kinds,omitempty"`
+
 	// flavorCount is the number of entries of flavors, for printing.
 	// +optional
 	FlavorCount int32 `json:"flavorCount,omitempty"`

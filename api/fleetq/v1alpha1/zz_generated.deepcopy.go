@@ -77,6 +77,11 @@ func (in *CapacityReportList) DeepCopyObject() runtime.Object {
 func (in *CapacityReportStatus) DeepCopyInto(out *CapacityReportStatus) {
 	*out = *in
 	in.UpdateTime.DeepCopyInto(&out.UpdateTime)
+	if in.Kinds != nil {
+		in, out := &in.Kinds, &out.Kinds
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Flavors != nil {
 		in, out := &in.Flavors, &out.Flavors
 		*out = make([]FlavorCapacity, len(*in))
