@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,4 +47,31 @@ func isByteResource(name corev1.ResourceName) bool {
 		return true
 	}
 	return len(name) > len(corev1.ResourceHugePagesPrefix) && name[:len(corev1.ResourceHugePagesPrefix)] == corev1.ResourceHugePagesPrefix
+}
+
+// MaxAmount bounds any single demand (count × per-pod request) the engine accepts: far above
+// any real cluster's quota, and low enough that sums of a few thousand demands stay in int64.
+const MaxAmount = math.MaxInt64 >> 12
+
+// mulAmount is count × per-pod request, or false when the product passes MaxAmount (a pod set
+// of 2^31 pods × 8Gi would wrap int64 and count as negative usage).
+func mulAmount(count int32, per int64) (int64, bool) {
+	if count < 0 || per < 0 {
+		return 0, false
+	}
+	if count == 0 || per == 0 {
+		return 0, true
+	}
+	if per > MaxAmount/int64(count) {
+		return 0, false
+	}
+	return int64(count) * per, true
+}
+
+// addAmount adds two amounts, saturating at math.MaxInt64 instead of wrapping.
+func addAmount(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

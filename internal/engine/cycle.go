@@ -165,9 +165,9 @@ func (c *cycle) pullHead(name string) {
 			c.q.Park(w)
 			continue
 		}
-		demand, msg := resolve(w, cq)
+		demand, reason, msg := resolve(w, cq)
 		if msg != "" {
-			c.reject(w, cq, ResourceNotCovered, msg)
+			c.reject(w, cq, reason, msg)
 			continue
 		}
 		e := &entry{w: w, cq: cq, demand: demand, fair: c.opts.FairSharing != nil}

@@ -20,6 +20,9 @@ const (
 	InsufficientQuota PendingReason = "InsufficientQuota"
 	// ResourceNotCovered: the workload requests a resource its ClusterQueue does not cover.
 	ResourceNotCovered PendingReason = "ResourceNotCovered"
+	// RequestTooLarge: a pod set's count × per-pod request is beyond any quota (it would
+	// overflow the engine's arithmetic), so the workload can never be admitted as it is.
+	RequestTooLarge PendingReason = "RequestTooLarge"
 	// NoCompatibleFlavor: no flavor's node labels and taints suit the pods.
 	NoCompatibleFlavor PendingReason = "NoCompatibleFlavor"
 	// ClusterQueueInactive: the queue is stopped or misconfigured (see its status).

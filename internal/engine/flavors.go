@@ -58,7 +58,7 @@ type assignment struct {
 
 // resolve groups a workload's non-zero requests by the queue's resource groups; a resource the
 // queue does not cover makes the workload inadmissible there.
-func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
+func resolve(w *Workload, cq *clusterQueue) ([]podDemand, PendingReason, string) {
 	out := make([]podDemand, 0, len(w.PodSets))
 	for i := range w.PodSets {
 		ps := &w.PodSets[i]
@@ -79,7 +79,7 @@ func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
 			for _, r := range names {
 				gi, ok := cq.groupOf[r]
 				if !ok {
-					return nil, fmt.Sprintf("%sresource %s is not covered by clusterqueue %s", podSetPrefix(w, ps), r, cq.spec.Name)
+					return nil, ResourceNotCovered, fmt.Sprintf("%sresource %s is not covered by clusterqueue %s", podSetPrefix(w, ps), r, cq.spec.Name)
 				}
 				g := &cq.groups[gi]
 				var gd *groupDemand
@@ -94,8 +94,13 @@ func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
 				}
 				for ri, name := range g.resources {
 					if name == r {
+						amt, ok := mulAmount(ps.Count, ps.Requests[r])
+						if !ok {
+							return nil, RequestTooLarge, fmt.Sprintf("%s%d pods × %s %s is more than any quota can hold; lower the pod count (parallelism) or the per-pod request",
+								podSetPrefix(w, ps), ps.Count, FormatAmount(r, ps.Requests[r]), r)
+						}
 						gd.res = append(gd.res, ri)
-						gd.amt = append(gd.amt, int64(ps.Count)*ps.Requests[r])
+						gd.amt = append(gd.amt, amt)
 					}
 				}
 			}
@@ -107,7 +112,7 @@ func resolve(w *Workload, cq *clusterQueue) ([]podDemand, string) {
 		}
 		out = append(out, pd)
 	}
-	return out, ""
+	return out, "", ""
 }
 
 func podSetPrefix(w *Workload, ps *PodSet) string {
@@ -189,7 +194,7 @@ func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *grou
 		var short *shortfall
 		for i, ri := range gd.res {
 			fr := f.fr[ri]
-			total := gd.amt[i] + amountOf(prior, fr)
+			total := addAmount(gd.amt[i], amountOf(prior, fr))
 			cur[i] = frAmount{fr, total}
 			if mode == fits && total > c.acc.available(cq.node, fr) {
 				mode = noFit

@@ -74,6 +74,26 @@ func TestFlavorAssignment(t *testing.T) {
 			want: summary{Kind: engine.Pending, Key: "ns/w", Reason: engine.ResourceNotCovered, Parked: true,
 				Message: "resource cpu is not covered by clusterqueue cq"},
 		},
+		"a pod count × request beyond int64 is refused, not wrapped to negative usage": {
+			// Reproduced on the lab: parallelism 2147483647 × 8Gi was admitted with usage -8Gi.
+			queues:  []engine.ClusterQueue{MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("on-demand").Resource("memory", "64Gi").Obj()).Obj()},
+			pending: MakeWorkload("ns/w", "cq").Request(2147483647, "memory", "8Gi").Obj(),
+			want: summary{Kind: engine.Pending, Key: "ns/w", Reason: engine.RequestTooLarge, Parked: true,
+				Message: "2147483647 pods × 8Gi memory is more than any quota can hold; lower the pod count (parallelism) or the per-pod request"},
+		},
+		"an absurd request names its pod set": {
+			queues: []engine.ClusterQueue{MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("on-demand").Resource("memory", "64Gi").Obj()).Obj()},
+			pending: MakeWorkload("ns/w", "cq").PodSets(MakePodSet("driver", 1).Request("memory", "1Gi").Obj(),
+				MakePodSet("workers", 1<<20).Request("memory", "4Ei").Obj()).Obj(),
+			want: summary{Kind: engine.Pending, Key: "ns/w", Reason: engine.RequestTooLarge, Parked: true,
+				Message: `pod set "workers": 1048576 pods × 4Ei memory is more than any quota can hold; lower the pod count (parallelism) or the per-pod request`},
+		},
+		"a large request that fits int64 is compared against quota as usual": {
+			queues:  []engine.ClusterQueue{MakeClusterQueue("cq").ResourceGroup(MakeFlavorQuotas("on-demand").Resource("memory", "64Gi").Obj()).Obj()},
+			pending: MakeWorkload("ns/w", "cq").Request(1024, "memory", "1Ti").Obj(),
+			want: summary{Kind: engine.Pending, Key: "ns/w", Reason: engine.InsufficientQuota, Parked: true,
+				Message: "insufficient quota for memory in flavor on-demand: requests 1Pi, available 64Gi (nominal 64Gi, used 0)"},
+		},
 		"falls through to the next flavor when the first is full": {
 			queues:   []engine.ClusterQueue{gpuQueue().Obj()},
 			admitted: []engine.Workload{MakeWorkload("ns/old", "cq").Request(4, "nvidia.com/gpu", "1").AdmittedIn("a100", 1).Obj()},
