@@ -88,6 +88,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if s.Tick <= 0 {
 		s.Tick = 10 * time.Second
 	}
+	if s.Client != nil {
+		// After a restart or fail-over, no cycle before the usage of every admitted workload is
+		// back in the cache: it would admit into quota those workloads hold.
+		if err := s.waitAccounted(ctx); err != nil {
+			return err
+		}
+	}
 	ticker := time.NewTicker(s.Tick)
 	defer ticker.Stop()
 	for {
