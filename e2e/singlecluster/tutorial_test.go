@@ -236,7 +236,7 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 		}
 	})
 
-	It("troubleshooting: a queue-name that names no LocalQueue says so on the workload", func(ctx SpecContext) {
+	It("troubleshooting: a queue-name that names no LocalQueue says so on the workload, and fixing the label moves it", func(ctx SpecContext) {
 		job := createJob(ctx, "research", func(u *unstructured.Unstructured) {
 			u.SetLabels(map[string]string{kueue.QueueNameLabel: "no-such-queue"})
 		})
@@ -248,6 +248,19 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(suspended(ctx, job)).To(BeTrue())
 		Expect(podsOf(ctx, job)).To(BeEmpty())
+
+		// The fix the message asks for: the workload follows the label while it waits.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		job.Labels[kueue.QueueNameLabel] = "team-queue"
+		Expect(k8s.Update(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl, err := workloadOf(ctx, job)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wl.Spec.QueueName).To(BeEquivalentTo("team-queue"))
+			c := condition(ctx, job, kueue.WorkloadQuotaReserved)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).NotTo(ContainSubstring("no-such-queue"), "the workload is queued in team-queue now")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	})
 

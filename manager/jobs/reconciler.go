@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -201,18 +202,19 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, obj client.Object, st i
 			if err != nil {
 				return nil, nil // the job was edited into something invalid; its webhook refuses that
 			}
+			// The job was edited while it waited (its queue-name label fixed, its size or
+			// managedBy changed): the workload follows it, in one write.
+			orig := wl.DeepCopy()
 			if managedBy, ok := wl.Annotations[fleetq.JobManagedByAnnotation]; ok && managedBy != r.Adapter.ManagedBy(obj) {
-				// A kind whose managedBy may change while it waits: what it may run on follows.
-				orig := wl.DeepCopy()
 				wl.Annotations[fleetq.JobManagedByAnnotation] = r.Adapter.ManagedBy(obj)
-				if err := r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-					return nil, fmt.Errorf("updating workload %s/%s of %s %s: %w", wl.Namespace, wl.Name, r.Adapter.GVK().Kind, obj.GetName(), err)
-				}
+			}
+			if q := kueue.LocalQueueName(obj.GetLabels()[kueue.QueueNameLabel]); q != "" && q != wl.Spec.QueueName {
+				wl.Spec.QueueName = q
 			}
 			if !integration.PodSetsEqual(wl.Spec.PodSets, podSets) {
-				// The job was edited while it waited: the workload follows it.
-				orig := wl.DeepCopy()
 				wl.Spec.PodSets = podSets
+			}
+			if !equality.Semantic.DeepEqual(orig, wl) {
 				if err := r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 					return nil, fmt.Errorf("updating workload %s/%s of %s %s: %w", wl.Namespace, wl.Name, r.Adapter.GVK().Kind, obj.GetName(), err)
 				}
