@@ -82,6 +82,9 @@ type Fields struct {
 	// ManagedBy is empty for a kind without one (fleetq holds its pods with a scheduling gate
 	// wherever it runs, so it may run locally or in a worker alike).
 	ManagedBy string
+	// Size is where a pod set's pod count is written (spec.parallelism), for messages; empty
+	// for kinds with one count per pod set of their own.
+	Size string
 }
 
 // Status is where a job is in its life, as its kind's status says.

@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -255,6 +256,11 @@ func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) er
 	if newQ != oldQ && newQ != "" {
 		errs = append(errs, w.validateLabels(ctx, obj)...)
 	}
+	shape, err := w.validateAdmittedShape(ctx, old, obj)
+	if err != nil {
+		return err
+	}
+	errs = append(errs, shape...)
 	if w.Adapter.Suspended(old) && !w.Adapter.Suspended(obj) {
 		admitted, err := w.admitted(ctx, obj)
 		if err != nil {
@@ -267,6 +273,86 @@ func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) er
 		}
 	}
 	return errs.ToAggregate()
+}
+
+// validateAdmittedShape refuses growing a pod set of a job whose workload holds quota, or
+// changing its pods' resources: quota and placement were decided for the admitted shape, and
+// the job must never run more pods than were admitted. Shrinking is allowed (fewer pods fit).
+func (w *Webhook) validateAdmittedShape(ctx context.Context, old, obj client.Object) (field.ErrorList, error) {
+	oldSets, err := w.Adapter.PodSets(old)
+	if err != nil {
+		return nil, nil
+	}
+	newSets, err := w.Adapter.PodSets(obj)
+	if err != nil {
+		return nil, nil // the kind's own validation says what is wrong
+	}
+	if integration.PodSetsEqual(oldSets, newSets) {
+		return nil, nil
+	}
+	wl, err := w.workload(ctx, obj)
+	if err != nil || wl == nil || !workload.HasQuotaReservation(wl) || workload.IsFinished(wl) {
+		return nil, err
+	}
+	admitted := map[kueue.PodSetReference]int32{}
+	for _, ps := range wl.Spec.PodSets {
+		admitted[ps.Name] = ps.Count
+	}
+	if wl.Status.Admission != nil {
+		for _, psa := range wl.Status.Admission.PodSetAssignments {
+			if psa.Count != nil {
+				admitted[psa.Name] = *psa.Count
+			}
+		}
+	}
+	fix := fmt.Sprintf("its quota is reserved for the admitted shape (workload %s); delete the job and create it again at the new size", wl.Name)
+	var errs field.ErrorList
+	for _, ns := range newSets {
+		path, what := field.NewPath("spec"), fmt.Sprintf("pod set %q", ns.Name)
+		if w.Adapter.Fields().Size != "" && len(newSets) == 1 {
+			parts := strings.Split(w.Adapter.Fields().Size, ".")
+			path, what = field.NewPath(parts[0], parts[1:]...), "the job"
+		}
+		if n, ok := admitted[ns.Name]; !ok || ns.Count > n {
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("%s cannot grow to %d pods while admitted with %d: %s", what, ns.Count, n, fix)))
+		}
+		for _, os := range oldSets {
+			if os.Name == ns.Name && !equality.Semantic.DeepEqual(podResources(os.Template.Spec), podResources(ns.Template.Spec)) {
+				errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("pod set %q: the pods' resources cannot change while admitted: %s", ns.Name, fix)))
+			}
+		}
+	}
+	return errs, nil
+}
+
+// podResources are the resources a pod spec's containers ask for, in order.
+func podResources(spec corev1.PodSpec) []corev1.ResourceRequirements {
+	var out []corev1.ResourceRequirements
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			out = append(out, c.Resources)
+		}
+	}
+	return append(out, corev1.ResourceRequirements{Requests: spec.Overhead})
+}
+
+// workload reads the job's Workload, from the cache and else the API server; nil when none.
+func (w *Webhook) workload(ctx context.Context, obj client.Object) (*kueue.Workload, error) {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(w.Adapter, obj)}
+	for _, r := range []client.Reader{w.Client, w.APIReader} {
+		if r == nil {
+			continue
+		}
+		wl := &kueue.Workload{}
+		if err := r.Get(ctx, key, wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		return wl, nil
+	}
+	return nil, nil
 }
 
 // admitted reports whether the job's workload is admitted, asking the API server when the

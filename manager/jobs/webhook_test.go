@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -99,7 +100,21 @@ func TestValidate(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: workload.NameFor("Job", "train", "uid-1")},
 		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue}}},
 	}
+	reservedWL := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: workload.NameFor("Job", "train", "uid-1")},
+		Spec:       kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: kueue.DefaultPodSetName, Count: 2}}},
+		Status: kueue.WorkloadStatus{
+			Conditions: []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue}, {Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue}},
+			Admission:  &kueue.Admission{PodSetAssignments: []kueue.PodSetAssignment{{Name: kueue.DefaultPodSetName, Count: ptr.To[int32](2)}}},
+		},
+	}
 	suspended := func(j *batchv1.Job, s bool) *batchv1.Job { j.Spec.Suspend = ptr.To(s); return j }
+	sized := func(j *batchv1.Job, n int32, gpus string) *batchv1.Job {
+		j.Spec.Parallelism = ptr.To(n)
+		j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}}}}
+		return j
+	}
 	q := func(name string) map[string]string { return map[string]string{kueue.QueueNameLabel: name} }
 	cases := map[string]struct {
 		old, new *batchv1.Job
@@ -125,6 +140,20 @@ func TestValidate(t *testing.T) {
 		},
 		"moving a suspended job to another queue": {old: suspended(job(q("team-queue")), true), new: suspended(job(q("gpu-queue")), true)},
 		"an unmanaged job is not checked":         {old: suspended(job(nil), true), new: suspended(job(nil), false)},
+		"growing an admitted job": {
+			old: sized(suspended(job(q("team-queue")), false), 2, "1"), new: sized(suspended(job(q("team-queue")), false), 4, "1"), objs: []client.Object{reservedWL},
+			wantErr: "spec.parallelism: Forbidden: the job cannot grow to 4 pods while admitted with 2: its quota is reserved for the admitted shape",
+		},
+		"shrinking an admitted job": {
+			old: sized(suspended(job(q("team-queue")), false), 2, "1"), new: sized(suspended(job(q("team-queue")), false), 1, "1"), objs: []client.Object{reservedWL},
+		},
+		"changing the requests of an admitted (dispatched, suspended here) job": {
+			old: sized(suspended(job(q("gpu-queue")), true), 2, "1"), new: sized(suspended(job(q("gpu-queue")), true), 2, "8"), objs: []client.Object{reservedWL},
+			wantErr: `spec: Forbidden: pod set "main": the pods' resources cannot change while admitted`,
+		},
+		"growing a pending job (its workload follows)": {
+			old: sized(suspended(job(q("team-queue")), true), 2, "1"), new: sized(suspended(job(q("team-queue")), true), 4, "8"),
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

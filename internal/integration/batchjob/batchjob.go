@@ -38,7 +38,7 @@ func (Adapter) GVK() schema.GroupVersionKind { return batchv1.SchemeGroupVersion
 
 // Fields implements integration.Adapter.
 func (Adapter) Fields() integration.Fields {
-	return integration.Fields{Suspend: "spec.suspend", ManagedBy: "spec.managedBy"}
+	return integration.Fields{Suspend: "spec.suspend", ManagedBy: "spec.managedBy", Size: "spec.parallelism"}
 }
 
 // New implements integration.Adapter.
