@@ -49,6 +49,7 @@ func TestLoadDefaults(t *testing.T) {
 			Origin:                 "multikueue",
 			GCInterval:             &metav1.Duration{Duration: time.Minute},
 			WorkerLostTimeout:      &metav1.Duration{Duration: 5 * time.Minute},
+			LostWorkerPolicy:       AtMostOnce,
 			FenceTimeout:           &metav1.Duration{Duration: 2 * time.Minute},
 			LeaseRenewInterval:     &metav1.Duration{Duration: 15 * time.Second},
 			ProbeInterval:          &metav1.Duration{Duration: 10 * time.Second},
@@ -120,6 +121,14 @@ fairSharing: {enable: true}
 		"worker lost before two fences": {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {workerLostTimeout: 4m, fenceTimeout: 2m}\n",
 			wantErr: []string{"multiCluster.workerLostTimeout", "must exceed 2 × fenceTimeout + leaseRenewInterval (4m15s)"},
+		},
+		"relative kubeconfigDir": {
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {kubeconfigDir: kubeconfigs}\n",
+			wantErr: []string{`multiCluster.kubeconfigDir: Invalid value: "kubeconfigs": must be an absolute path`},
+		},
+		"kubeconfigDir at the root": {
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {kubeconfigDir: /}\n",
+			wantErr: []string{`multiCluster.kubeconfigDir: Invalid value: "/"`},
 		},
 		"lease renewal too slow for fence": {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {fenceTimeout: 20s, leaseRenewInterval: 15s, workerLostTimeout: 2m}\n",

@@ -21,6 +21,9 @@ const (
 	DefaultWebhookSvc           = "fleetq-webhook-service"
 	DefaultOrigin               = "multikueue"
 	FrameworkBatchJob           = "batch/job"
+	// AtMostOnce and AtLeastOnce are the values of multiCluster.lostWorkerPolicy.
+	AtMostOnce  = "AtMostOnce"
+	AtLeastOnce = "AtLeastOnce"
 )
 
 // Default durations.
@@ -96,6 +99,9 @@ func (c *Configuration) SetDefaults() {
 	}
 	setDuration(&m.GCInterval, DefaultGCInterval)
 	setDuration(&m.WorkerLostTimeout, DefaultWorkerLostTimeout)
+	if m.LostWorkerPolicy == "" {
+		m.LostWorkerPolicy = AtMostOnce
+	}
 	setDuration(&m.FenceTimeout, DefaultFenceTimeout)
 	setDuration(&m.LeaseRenewInterval, DefaultLeaseRenewInterval)
 	setDuration(&m.ProbeInterval, DefaultProbeInterval)

@@ -153,6 +153,13 @@ type MultiCluster struct {
 	// WorkerLostTimeout is how long a worker may stay unreachable before its workloads are evicted
 	// and dispatched elsewhere. It must exceed FenceTimeout.
 	WorkerLostTimeout *metav1.Duration `json:"workerLostTimeout,omitempty"`
+	// LostWorkerPolicy is what happens to the workloads of a worker that stays unreachable for
+	// WorkerLostTimeout: AtMostOnce (the default) keeps them, and their quota, until the worker
+	// answers and their copies are confirmed gone — a job never runs twice, even when the
+	// worker's API server died while its nodes kept running; AtLeastOnce places them elsewhere,
+	// trusting the agent to have fenced its copies (it cannot when its own API server is down).
+	// A worker whose MultiKueueCluster is deleted counts as gone for good under both.
+	LostWorkerPolicy string `json:"lostWorkerPolicy,omitempty"`
 	// FenceTimeout is how long a worker's agent keeps copied jobs running after the manager stops
 	// renewing its lease; the agent then suspends them, so no job runs twice during a partition.
 	FenceTimeout *metav1.Duration `json:"fenceTimeout,omitempty"`
@@ -170,6 +177,11 @@ type MultiCluster struct {
 	// AgentNamespace is where fleetq-agent runs in every worker: the manager renews its fencing
 	// Lease there. Empty means Namespace.
 	AgentNamespace string `json:"agentNamespace,omitempty"`
+	// KubeconfigDir is the only directory a MultiKueueCluster with locationType Path may read
+	// its kubeconfig from (an absolute path; files directly in it, no symlinks out). Empty
+	// refuses locationType Path: otherwise anyone who may create a MultiKueueCluster could make
+	// the manager read any file it can.
+	KubeconfigDir string `json:"kubeconfigDir,omitempty"`
 }
 
 // AgentConfiguration is fleetq-agent's configuration file. The agent holds credentials for its own

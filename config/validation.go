@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -214,6 +215,9 @@ func (m MultiCluster) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("gcInterval"), m.GCInterval.Duration.String(), "must not be negative; 0 disables periodic collection"))
 	}
 	errs = append(errs, validatePositive(m.WorkerLostTimeout, p.Child("workerLostTimeout"))...)
+	if policies := []string{AtMostOnce, AtLeastOnce}; !slices.Contains(policies, m.LostWorkerPolicy) {
+		errs = append(errs, field.NotSupported(p.Child("lostWorkerPolicy"), m.LostWorkerPolicy, policies))
+	}
 	errs = append(errs, validatePositive(m.FenceTimeout, p.Child("fenceTimeout"))...)
 	errs = append(errs, validatePositive(m.LeaseRenewInterval, p.Child("leaseRenewInterval"))...)
 	errs = append(errs, validatePositive(m.ProbeInterval, p.Child("probeInterval"))...)
@@ -237,6 +241,9 @@ func (m MultiCluster) validate(p *field.Path) field.ErrorList {
 	}
 	if m.AgentNamespace != "" {
 		errs = append(errs, validateNamespace(m.AgentNamespace, p.Child("agentNamespace"))...)
+	}
+	if m.KubeconfigDir != "" && (!filepath.IsAbs(m.KubeconfigDir) || filepath.Clean(m.KubeconfigDir) == "/") {
+		errs = append(errs, field.Invalid(p.Child("kubeconfigDir"), m.KubeconfigDir, "must be an absolute path to a directory that holds only worker kubeconfigs (such as /etc/fleetq/kubeconfigs), not / "))
 	}
 	return errs
 }
