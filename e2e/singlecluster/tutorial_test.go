@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -323,6 +324,36 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 			g.Expect(c.Message).To(ContainSubstring("defualt-flavor"))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(k8s.Delete(ctx, cq)).To(Succeed())
+	})
+
+	It("troubleshooting: a ResourceFlavor deleted while a ClusterQueue names it stays Terminating, and goes with the ClusterQueue", func(ctx SpecContext) {
+		rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "retired-flavor"}}
+		Expect(k8s.Create(ctx, rf)).To(Succeed())
+		cq := &kueue.ClusterQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: "retired-cq"},
+			Spec: kueue.ClusterQueueSpec{
+				NamespaceSelector: &metav1.LabelSelector{},
+				ResourceGroups: []kueue.ResourceGroup{{
+					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+					Flavors:          []kueue.FlavorQuotas{{Name: "retired-flavor", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resourceQty("1")}}}},
+				}},
+			},
+		}
+		Expect(k8s.Create(ctx, cq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rf), rf)).To(Succeed())
+			g.Expect(rf.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(k8s.Delete(ctx, rf)).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rf), rf)).To(Succeed(), "retired-cq still names it")
+			g.Expect(rf.DeletionTimestamp).NotTo(BeNil())
+		}).WithContext(ctx).WithTimeout(2 * time.Second).WithPolling(poll).Should(Succeed())
+		// `kubectl delete rf` no longer hangs once nothing names the flavor.
+		Expect(k8s.Delete(ctx, cq)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(rf), &kueue.ResourceFlavor{}))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeTrue())
 	})
 
 	It("restarting the manager mid-tutorial loses no workload and admits nothing twice", func(ctx SpecContext) {

@@ -6,7 +6,6 @@ package cache
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 
@@ -334,24 +333,6 @@ func (c *Cache) ClusterQueueStatus(name string) (st engine.ClusterQueueStatus, a
 		}
 	}
 	return st, admitted, ok
-}
-
-// ClusterQueuesUsingFlavor lists the ClusterQueues that name a flavor, sorted.
-func (c *Cache) ClusterQueuesUsingFlavor(flavor string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for name, cq := range c.cqs {
-		for _, g := range cq.spec.ResourceGroups {
-			for _, f := range g.Flavors {
-				if f.Name == flavor {
-					out = append(out, name)
-				}
-			}
-		}
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
 }
 
 // CohortStatus reads a cohort's status figures.

@@ -2,11 +2,14 @@ package quota
 
 import (
 	"context"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,7 +29,43 @@ type FlavorReconciler struct {
 
 // SetupWithManager registers the controller.
 func (r *FlavorReconciler) SetupWithManager(mgr manager.Manager) error {
-	return ctrl.ControllerManagedBy(mgr).Named("resourceflavors").For(&kueue.ResourceFlavor{}).Complete(r)
+	return ctrl.ControllerManagedBy(mgr).Named("resourceflavors").For(&kueue.ResourceFlavor{}).
+		// A Terminating flavor goes when the last ClusterQueue naming it does (or stops naming it).
+		Watches(&kueue.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, f := range flavorsOf(o.(*kueue.ClusterQueue)) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: f}})
+			}
+			return out
+		})).
+		Complete(r)
+}
+
+// flavorsOf lists the flavors a ClusterQueue names.
+func flavorsOf(cq *kueue.ClusterQueue) []string {
+	var out []string
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			out = append(out, string(f.Name))
+		}
+	}
+	return out
+}
+
+// namedBy lists the ClusterQueues that name a flavor, from the informer (which has dropped a
+// deleted queue by the time its event arrives, unlike the cache, which may not have yet).
+func (r *FlavorReconciler) namedBy(ctx context.Context, flavor string) ([]string, error) {
+	cqs := &kueue.ClusterQueueList{}
+	if err := r.Client.List(ctx, cqs); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range cqs.Items {
+		if slices.Contains(flavorsOf(&cqs.Items[i]), flavor) {
+			out = append(out, cqs.Items[i].Name)
+		}
+	}
+	return out, nil
 }
 
 // Reconcile syncs one ResourceFlavor.
@@ -39,8 +78,11 @@ func (r *FlavorReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.Trigger.refresh(r.Queues, r.Cache.DeleteFlavor(req.Name))
 		return reconcile.Result{}, nil
 	}
-	users := r.Cache.ClusterQueuesUsingFlavor(rf.Name)
 	if rf.DeletionTimestamp != nil {
+		users, err := r.namedBy(ctx, rf.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if len(users) > 0 || !controllerutil.ContainsFinalizer(rf, kueue.ResourceInUseFinalizerName) {
 			// Still named by queues: it stays (Terminating) so their admitted work keeps a flavor.
 			return reconcile.Result{}, nil
