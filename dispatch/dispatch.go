@@ -87,12 +87,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 		Client: mgr.GetClient(), Integrations: opts.Integrations, Book: d.Book, Checks: d.Checks, Clock: opts.Clock, Log: opts.Log.WithName("copies"),
 		Recorder: mgr.GetEventRecorder("fleetq-dispatch"), Origin: mc.Origin,
 		WorkerLostTimeout: mc.WorkerLostTimeout.Duration, RejectAfter: 15 * time.Second, RefuseFor: 5 * time.Minute, MirrorInterval: time.Second,
-		Requeuing: cfg.RequeuingStrategy,
-		Remote:    remote,
+		Requeuing: cfg.RequeuingStrategy, LostWorkerPolicy: mc.LostWorkerPolicy,
+		Remote: remote,
 	}
-	d.mkc = &registry.Controller{Client: mgr.GetClient(), Namespace: cfg.Namespace, Health: make(chan event.TypedGenericEvent[*kueue.MultiKueueCluster], 256)}
+	d.mkc = &registry.Controller{Client: mgr.GetClient(), Namespace: cfg.Namespace, KubeconfigDir: mc.KubeconfigDir, Health: make(chan event.TypedGenericEvent[*kueue.MultiKueueCluster], 256)}
 	d.Registry = registry.New(registry.Options{
-		Scheme: mgr.GetScheme(), Origin: mc.Origin, Integrations: opts.Integrations,
+		Scheme: mgr.GetScheme(), Origin: mc.Origin, AgentNamespace: mc.AgentNamespace, Integrations: opts.Integrations,
 		Connection:    mc.WorkerClientConnection,
 		ProbeInterval: mc.ProbeInterval.Duration, Clock: opts.Clock, Log: opts.Log.WithName("registry"),
 		OnChange: d.remoteChanged, OnHealth: d.healthChanged,
@@ -187,6 +187,11 @@ func (d *Dispatcher) MultiCluster(checks []kueue.AdmissionCheckReference) (multi
 	return multi, true
 }
 
+// reportGrace is how long after a worker connects placement waits for its first capacity report
+// before passing it over: the report is there already when its agent runs, and the worker's cache
+// reads it within seconds.
+const reportGrace = 30 * time.Second
+
 // Place is the scheduler's placement hook: it picks the worker for an admission in a
 // ClusterQueue with a MultiKueue check, or says why none has room. Workloads of other queues
 // are admitted on quota alone.
@@ -202,7 +207,15 @@ func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames [
 	for _, n := range names {
 		wk, h := d.Registry.Get(n)
 		c := placement.Candidate{Cluster: n, Usable: wk != nil && h.Active}
-		if !c.Usable {
+		switch {
+		case c.Usable:
+			c.AwaitReport = d.clock.Since(h.Since) < reportGrace
+		case h.Since.IsZero() && d.Registry.Registered(n),
+			!d.Registry.Registered(n) && d.clock.Since(d.Registry.Started()) < reportGrace:
+			// Its first connection still being made, or its MultiKueueCluster not read yet: the
+			// manager just started.
+			c.Why, c.AwaitReport = "connecting", true
+		default:
 			c.Why = fmt.Sprintf("not connected (%s: %s)", h.Reason, h.Message)
 		}
 		req.Candidates = append(req.Candidates, c)

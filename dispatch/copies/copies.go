@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -82,6 +83,9 @@ type Reconciler struct {
 	RefuseFor time.Duration
 	// MirrorInterval is the least time between two mirrors of a running job's status.
 	MirrorInterval time.Duration
+	// LostWorkerPolicy says whether the workloads of a worker unreachable for WorkerLostTimeout
+	// are placed elsewhere (AtLeastOnce) or wait for it (AtMostOnce).
+	LostWorkerPolicy string
 	// Requeuing is the backoff applied when an evicted workload queues again.
 	Requeuing config.RequeuingStrategy
 	// Remote receives manager workloads to reconcile after a change seen in a worker.
@@ -90,16 +94,19 @@ type Reconciler struct {
 	mu           sync.Mutex
 	pendingSince map[string]time.Time
 	lastMirror   map[string]time.Time
-	// namespaces remembers the namespaces seen to exist in workers ("cluster/namespace"), so a
-	// reconcile does not ask the worker's API server again (namespaces are not cached); a copy
-	// refused with NotFound forgets its namespace.
-	namespaces map[string]bool
+	// namespaces remembers the namespaces seen to exist in workers ("cluster/namespace"), with
+	// the Pod Security labels they were last seen to carry, so a reconcile does not ask the
+	// worker's API server again (namespaces are not cached); a copy refused with NotFound
+	// forgets its namespace.
+	namespaces map[string]string
+	// unregistered remembers since when a worker that workloads are placed on is unregistered.
+	unregistered map[string]time.Time
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.pendingSince, r.lastMirror = map[string]time.Time{}, map[string]time.Time{}
-	r.namespaces = map[string]bool{}
+	r.pendingSince, r.lastMirror, r.unregistered = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	r.namespaces = map[string]string{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dispatch").
 		For(&kueue.Workload{}).
@@ -147,13 +154,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.forget(key)
 		r.Book.Release(key)
-		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, copyRef{}, "", "")
-	}
-	check, ok := r.multiKueueCheck(wl)
-	if !ok {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, copyRef{}, "")
 	}
 	cluster := workload.ClusterName(wl)
+	check, ok := r.multiKueueCheck(wl)
+	if !ok {
+		if controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer) && (wl.DeletionTimestamp != nil || !workload.HasQuotaReservation(wl) || workload.IsFinished(wl)) {
+			return r.stop(ctx, wl, cluster)
+		}
+		return reconcile.Result{}, nil
+	}
 	if wl.DeletionTimestamp != nil || !workload.HasQuotaReservation(wl) || workload.IsFinished(wl) || workload.IsEvicted(wl) || !workload.IsActive(wl) {
 		return r.stop(ctx, wl, cluster)
 	}
@@ -164,13 +174,26 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	w, h := r.Registry.Get(cluster)
 	if w == nil || !h.Active {
-		if r.lost(h) {
+		if !r.Registry.Registered(cluster) {
+			// Its MultiKueueCluster (or Cluster API Cluster) is gone: the admin took the worker out.
+			if r.lost(cluster, h) {
+				metrics.WorkerLost(cluster, r.Clock.Now().Add(-r.unregisteredFor(cluster)))
+				return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s lost: no longer registered (its MultiKueueCluster was deleted) for longer than workerLostTimeout (%s)", cluster, r.WorkerLostTimeout))
+			}
+			return reconcile.Result{RequeueAfter: time.Second}, r.setCheck(ctx, wl, check, kueue.CheckStatePending,
+				fmt.Sprintf("worker %s is not registered (no MultiKueueCluster names it); placed elsewhere after workerLostTimeout (%s) unless it is registered again", cluster, r.WorkerLostTimeout))
+		}
+		if r.lost(cluster, h) {
 			metrics.WorkerLost(cluster, h.Since)
 			return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s lost: unreachable since %s (%s), longer than workerLostTimeout (%s)",
 				cluster, h.Since.UTC().Format(time.RFC3339), h.Message, r.WorkerLostTimeout))
 		}
-		return reconcile.Result{RequeueAfter: time.Second}, r.setCheck(ctx, wl, check, kueue.CheckStatePending,
-			fmt.Sprintf("waiting for worker %s to answer: %s", cluster, h.Message))
+		msg := fmt.Sprintf("waiting for worker %s to answer: %s", cluster, h.Message)
+		if r.unreachableFor(h) >= r.WorkerLostTimeout {
+			msg = fmt.Sprintf("worker %s unreachable since %s (%s); its copy may still run there, so the workload is not placed elsewhere (multiCluster.lostWorkerPolicy: %s): it goes on when the worker answers, or delete its MultiKueueCluster if the worker is gone for good",
+				cluster, h.Since.UTC().Format(time.RFC3339), h.Message, config.AtMostOnce)
+		}
+		return reconcile.Result{RequeueAfter: time.Second}, r.setCheck(ctx, wl, check, kueue.CheckStatePending, msg)
 	}
 	job, err := r.managerJob(ctx, wl)
 	if err != nil || job == nil {
@@ -205,8 +228,47 @@ func (r *Reconciler) multiKueueCheck(wl *kueue.Workload) (kueue.AdmissionCheckRe
 	return "", false
 }
 
-func (r *Reconciler) lost(h registry.Health) bool {
-	return !h.Active && !h.Since.IsZero() && r.Clock.Since(h.Since) >= r.WorkerLostTimeout
+// unreachableFor is how long an inactive worker has been unreachable (0 when it is active or
+// never answered).
+func (r *Reconciler) unreachableFor(h registry.Health) time.Duration {
+	if h.Active || h.Since.IsZero() {
+		return 0
+	}
+	return r.Clock.Since(h.Since)
+}
+
+// lost reports whether an unreachable worker's copies count as gone, workerLostTimeout after
+// it stopped answering, when the policy is at least once (its agent has fenced them, or the job
+// may run twice); or workerLostTimeout after it was seen unregistered (its admin removed it: it
+// is gone for good), whatever the policy. At most once, a worker that is merely unreachable keeps
+// its workloads until it answers and their copies are confirmed gone.
+func (r *Reconciler) lost(cluster string, h registry.Health) bool {
+	if !r.Registry.Registered(cluster) {
+		return r.unregisteredFor(cluster) >= r.WorkerLostTimeout
+	}
+	if r.unreachableFor(h) < r.WorkerLostTimeout {
+		return false
+	}
+	return r.LostWorkerPolicy == config.AtLeastOnce
+}
+
+// unregisteredFor is how long this reconciler has seen a worker unregistered (0 while it is
+// registered). Counted from the first time it looked, not from the deletion: right after the
+// manager starts, workers are not registered yet, and their workloads must not count as lost.
+func (r *Reconciler) unregisteredFor(cluster string) time.Duration {
+	registered := r.Registry.Registered(cluster)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if registered {
+		delete(r.unregistered, cluster)
+		return 0
+	}
+	since, ok := r.unregistered[cluster]
+	if !ok {
+		since = r.Clock.Now()
+		r.unregistered[cluster] = since
+	}
+	return r.Clock.Since(since)
 }
 
 func (r *Reconciler) forget(key string) {
@@ -230,12 +292,16 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 		return reconcile.Result{}, err
 	}
 	ref := r.copyRefOf(wl)
-	if err := r.removeCopies(ctx, name, ref, wl.UID, cluster); err != nil {
+	if err := r.removeCopies(ctx, name, ref, wl.UID); err != nil {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 	if gone, err := r.copiesGone(ctx, name, ref, wl.UID, cluster); err != nil || !gone {
-		// Deletions in flight; the worker's watch events bring us back.
+		// Deletions in flight, or pods still terminating; the worker's watch events bring us
+		// back, and the requeue covers pods (not watched).
 		return reconcile.Result{RequeueAfter: time.Second}, err
+	}
+	if err := r.releaseFinalizer(ctx, wl); err != nil {
+		return reconcile.Result{}, err
 	}
 	r.forget(key)
 	if workload.IsFinished(wl) || wl.DeletionTimestamp != nil {
@@ -307,7 +373,7 @@ func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, 
 	}
 	w, h := r.Registry.Get(cluster)
 	if w == nil || !h.Active {
-		return r.lost(h), nil
+		return r.lost(cluster, h), nil
 	}
 	rwl := &kueue.Workload{}
 	if err := w.Reader.Get(ctx, name, rwl); err == nil {
@@ -326,7 +392,37 @@ func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, 
 			return false, nil
 		}
 	}
-	return true, nil
+	if uid == "" {
+		return true, nil
+	}
+	// A copy counts as gone only once its pods are: a deleted Job's pods run on through their
+	// termination grace period, and the workload must not start elsewhere meanwhile.
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := w.Reader.List(ctx, pods, client.InNamespace(name.Namespace), client.MatchingLabels{fleetq.WorkloadUIDLabel: string(uid)}, client.Limit(1)); err != nil {
+		return false, fmt.Errorf("listing pods of %s: %w", name, err)
+	}
+	return len(pods.Items) == 0, nil
+}
+
+// holdCopies puts the finalizer that keeps a workload (and its quota) while copies may exist.
+func (r *Reconciler) holdCopies(ctx context.Context, wl *kueue.Workload) error {
+	if controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer) {
+		return nil
+	}
+	orig := wl.DeepCopy()
+	controllerutil.AddFinalizer(wl, fleetq.CopiesFinalizer)
+	return r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// releaseFinalizer lets a workload whose copies are confirmed gone go.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, wl *kueue.Workload) error {
+	if !controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer) {
+		return nil
+	}
+	orig := wl.DeepCopy()
+	controllerutil.RemoveFinalizer(wl, fleetq.CopiesFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // copyRef names the job copy of a workload: its kind and the job's name (a copy has its job's
@@ -388,14 +484,13 @@ func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader c
 // removeCopies deletes a workload's Workload and job copies from every worker, only those that
 // carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
 // reached holds its copies until it is lost (its agent fenced them) or back (then they go).
-func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, ref copyRef, uid types.UID, cluster string) error {
+func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, ref copyRef, uid types.UID) error {
 	var errs *multierror.Error
 	for _, c := range r.Registry.Names() {
 		w, h := r.Registry.Get(c)
 		if w == nil || !h.Active {
-			if c == cluster && !r.lost(h) {
-				errs = multierror.Append(errs, fmt.Errorf("worker %s: unreachable, its copies of %s stay until it answers or is lost", c, wl))
-			}
+			// Its copies stay until it answers or is lost; copiesGone says so, and the caller
+			// comes back, without an error to log every second meanwhile.
 			continue
 		}
 		objs, err := r.jobCopies(ctx, w, w.Client, wl, ref)
@@ -460,6 +555,9 @@ func (r *Reconciler) managerJob(ctx context.Context, wl *kueue.Workload) (*job, 
 func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *kueue.Workload, j *job) (*kueue.Workload, error) {
 	if !w.Serves(j.a.GVK()) {
 		return nil, fmt.Errorf("%w: it does not serve %s (install its CRD and operator there)", errNotServed, j.a.GVK().GroupKind())
+	}
+	if err := r.holdCopies(ctx, wl); err != nil {
+		return nil, err
 	}
 	if err := r.ensureNamespace(ctx, w, wl.Namespace); err != nil {
 		return nil, err
@@ -530,40 +628,6 @@ func (r *Reconciler) replaceStale(ctx context.Context, w *registry.Worker, obj c
 		return true, err
 	}
 	return true, errors.New("a stale copy from an earlier workload of the same name is being deleted")
-}
-
-func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, name string) error {
-	r.mu.Lock()
-	known := r.namespaces[w.Name+"/"+name]
-	r.mu.Unlock()
-	if known {
-		return nil
-	}
-	ns := &corev1.Namespace{}
-	err := w.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
-	if apierrors.IsNotFound(err) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{CreatedByLabel: "fleetq", kueue.MultiKueueOriginLabel: r.Origin}}}
-		if err = w.Client.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
-		if err != nil {
-			return fmt.Errorf("creating namespace %s: %w", name, err)
-		}
-	}
-	if err != nil || ns.DeletionTimestamp != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.namespaces[w.Name+"/"+name] = true
-	r.mu.Unlock()
-	return nil
-}
-
-// namespaceGone forgets that a namespace exists in a worker.
-func (r *Reconciler) namespaceGone(w *registry.Worker, name string) {
-	r.mu.Lock()
-	delete(r.namespaces, w.Name+"/"+name)
-	r.mu.Unlock()
 }
 
 // remoteJob builds the worker's copy of a job: suspended (the agent starts it when it fits),
@@ -719,20 +783,38 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 func (r *Reconciler) copyFailed(ctx context.Context, wl *kueue.Workload, check kueue.AdmissionCheckReference, cluster string, cause error) (reconcile.Result, error) {
 	key := workload.Key(wl)
 	err := fmt.Errorf("workload %s in worker %s: %w", key, cluster, cause)
-	if !refusal(cause) {
+	within, verb := r.RejectAfter, "does not take"
+	switch {
+	case refusal(cause):
+	case serverError(cause):
+		// The worker answers, but fails (a broken webhook there, etcd trouble): given as long as
+		// an unreachable worker before it is passed over, since it may recover.
+		within, verb = r.WorkerLostTimeout, "fails to take"
+	default:
 		// Not the worker's answer (it may not have answered at all): the registry's health
 		// probe decides about unreachable workers.
 		return reconcile.Result{}, err
 	}
-	if r.waited(key) >= r.RejectAfter {
+	if r.waited(key) >= within {
 		metrics.DispatchRejected(cluster, metrics.RejectedCopyRefused)
 		r.Book.Refused(key, cluster, r.Clock.Now().Add(r.RefuseFor), workload.Truncate(cause.Error()))
-		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s did not take the copy within %s: %v; placing it elsewhere", cluster, r.RejectAfter, cause))
+		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s did not take the copy within %s: %v; placing it elsewhere", cluster, within, cause))
 	}
-	if werr := r.setCheck(ctx, wl, check, kueue.CheckStatePending, fmt.Sprintf("Dispatched to worker %s, which does not take the copy yet: %v", cluster, cause)); werr != nil {
+	if werr := r.setCheck(ctx, wl, check, kueue.CheckStatePending, fmt.Sprintf("Dispatched to worker %s, which %s the copy yet: %v", cluster, verb, cause)); werr != nil {
 		return reconcile.Result{}, werr
 	}
 	return reconcile.Result{}, err
+}
+
+// serverError reports whether the worker's API server answered with a server error (5xx other
+// than a timeout, which may mean the copy was created after all and is retried as such).
+func serverError(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	code := st.Status().Code
+	return code >= 500 && code != 504
 }
 
 // waited is how long the workload's copy has been waiting in its worker, counted from the

@@ -36,3 +36,22 @@ func TestRefusalIsTheWorkersLastingAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestServerErrorIsAnAnswerButNotARefusal(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a broken webhook in the worker", apierrors.NewInternalError(errors.New(`failed calling webhook "check.example.com"`)), true},
+		{"unavailable", fmt.Errorf("job copy: %w", apierrors.NewServiceUnavailable("etcd down")), true},
+		{"timeout: the copy may exist", apierrors.NewTimeoutError("create", 5), false},
+		{"refused", apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "train", errors.New("denied")), false},
+		{"no answer", &url.Error{Op: "Post", URL: "https://us-east", Err: syscall.ECONNREFUSED}, false},
+	}
+	for _, c := range cases {
+		if got := serverError(c.err); got != c.want {
+			t.Errorf("%s: serverError(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}

@@ -181,6 +181,12 @@ type Candidate struct {
 	// Usable is false when the worker is not connected; Why says why.
 	Usable bool
 	Why    string
+	// AwaitReport is set for a worker that connected moments ago (or is connecting for the
+	// first time, when not Usable): while its capacity report has
+	// not been read, or still says its agent is fenced, placement waits for it rather than pass
+	// it over for the next in preference order (after a manager restart every pending job would
+	// otherwise go to whichever worker's report came, or unfenced, first).
+	AwaitReport bool
 }
 
 // Request is a workload to place: its pod sets and the flavors its admission assigned.
@@ -218,14 +224,28 @@ func (b *Book) Place(req Request) (Decision, bool) {
 		if chosen != "" {
 			break
 		}
+		if !c.Usable && c.AwaitReport {
+			clauses = append(clauses, fmt.Sprintf("%s: %s; waiting for it before trying the next worker", c.Cluster, c.Why))
+			return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+		}
 		if !c.Usable {
 			clauses = append(clauses, fmt.Sprintf("%s: %s", c.Cluster, c.Why))
 			continue
 		}
 		r, ok := b.reports[c.Cluster]
+		if !ok && c.AwaitReport {
+			clauses = append(clauses, fmt.Sprintf("%s: connected, its capacity report not read yet; waiting for it before trying the next worker", c.Cluster))
+			return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+		}
 		if !ok {
 			clauses = append(clauses, fmt.Sprintf("%s: no capacity report yet (is fleetq-agent running there?)", c.Cluster))
 			continue
+		}
+		if r.fenced && c.AwaitReport {
+			// Most likely fenced while this manager restarted: it unfences once it sees the
+			// manager's lease renewed, seconds from now.
+			clauses = append(clauses, fmt.Sprintf("%s: connected, its agent still fenced from before; waiting for it to see this manager's lease", c.Cluster))
+			return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
 		}
 		if r.fenced {
 			clauses = append(clauses, fmt.Sprintf("%s: agent fenced (lost contact with this manager)", c.Cluster))

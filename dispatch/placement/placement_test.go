@@ -264,3 +264,39 @@ func TestWorkerPlacesOnlyTheKindsItsAgentRuns(t *testing.T) {
 		t.Errorf("a Job goes anywhere: %q %v (%s)", d.Cluster, ok, d.Explanation)
 	}
 }
+
+func TestWorkerJustConnectedIsWaitedForNotPassedOver(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	// After a manager restart us-east is connected but its report not read yet.
+	req := gpuRequest("ns/w", "a100", 1, 1, Candidate{Cluster: "us-east", Usable: true, AwaitReport: true}, Candidate{Cluster: "us-west", Usable: true})
+	d, ok := b.Place(req)
+	if ok {
+		t.Fatalf("placed on %s while the preferred worker's report was on its way", d.Cluster)
+	}
+	if want := "us-east: connected, its capacity report not read yet"; !strings.Contains(d.Explanation, want) {
+		t.Errorf("explanation %q does not say %q", d.Explanation, want)
+	}
+	b.SetReport("us-east", gpuReport(1, t0, "a100", 8))
+	if d, ok := b.Place(req); !ok || d.Cluster != "us-east" {
+		t.Errorf("once its report is read the preferred worker is chosen: %q %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+	// Its agent still fenced from before this manager (re)started: waited for too.
+	fenced := gpuReport(2, t0, "a100", 8)
+	fenced.Status.Fenced = true
+	b.SetReport("us-east", fenced)
+	if d, ok := b.Place(gpuRequest("ns/v", "a100", 1, 1, req.Candidates...)); ok || !strings.Contains(d.Explanation, "us-east: connected, its agent still fenced from before") {
+		t.Errorf("a just-connected worker whose agent is still fenced is waited for: %q %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+	// Registered and still making its first connection: waited for as well.
+	connecting := gpuRequest("ns/u", "a100", 1, 1, Candidate{Cluster: "eu-west", Why: "connecting", AwaitReport: true}, Candidate{Cluster: "us-west", Usable: true})
+	if d, ok := b.Place(connecting); ok || !strings.Contains(d.Explanation, "eu-west: connecting; waiting for it") {
+		t.Errorf("a worker making its first connection is waited for: %q %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+	// Past the grace (the dispatcher no longer sets AwaitReport), a worker that never reports is passed over.
+	silent := gpuRequest("ns/x", "a100", 1, 1, Candidate{Cluster: "eu-west", Usable: true}, Candidate{Cluster: "us-west", Usable: true})
+	if d, ok := b.Place(silent); !ok || d.Cluster != "us-west" || !strings.Contains(d.Explanation, "eu-west: no capacity report yet") {
+		t.Errorf("a worker with no report after the grace is passed over: %q %v (%s)", d.Cluster, ok, d.Explanation)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,8 @@ type Controller struct {
 	Client    client.Client
 	Registry  *Registry
 	Namespace string
+	// KubeconfigDir is the directory locationType Path may read from; empty refuses Path.
+	KubeconfigDir string
 	// Health receives the workers whose health changed (from Registry OnHealth).
 	Health chan event.TypedGenericEvent[*kueue.MultiKueueCluster]
 }
@@ -127,7 +130,11 @@ func (c *Controller) kubeconfig(ctx context.Context, mkc *kueue.MultiKueueCluste
 		return nil, ReasonBadKubeconfig, fmt.Errorf("spec.clusterSource has no kubeConfig; fleetq does not support clusterProfileRef yet")
 	}
 	if kc.LocationType == kueue.PathLocationType {
-		data, err := os.ReadFile(kc.Location)
+		path, err := kubeconfigPath(c.KubeconfigDir, kc.Location)
+		if err != nil {
+			return nil, ReasonBadKubeconfig, fmt.Errorf("spec.clusterSource.kubeConfig.location: %w", err)
+		}
+		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, ReasonKubeconfigNotFound, fmt.Errorf("spec.clusterSource.kubeConfig.location: %w", err)
 		}
@@ -173,4 +180,27 @@ func (c *Controller) writeCondition(ctx context.Context, mkc *kueue.MultiKueueCl
 	meta.RemoveStatusCondition(&mkc.Status.Conditions, cond.Type)
 	meta.SetStatusCondition(&mkc.Status.Conditions, cond)
 	return client.IgnoreNotFound(c.Client.Status().Patch(ctx, mkc, client.MergeFrom(orig)))
+}
+
+// kubeconfigPath checks a locationType Path location against the one directory the manager's
+// configuration allows, following symlinks, and returns the file to read.
+func kubeconfigPath(dir, location string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("locationType Path is disabled: set multiCluster.kubeconfigDir in the manager's configuration to the directory that holds worker kubeconfigs, or use locationType Secret")
+	}
+	if !filepath.IsAbs(location) {
+		return "", fmt.Errorf("%q is not an absolute path; kubeconfigs are read from %s", location, dir)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("multiCluster.kubeconfigDir %s: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(location)
+	if err != nil {
+		return "", err
+	}
+	if filepath.Dir(real) != filepath.Clean(realDir) {
+		return "", fmt.Errorf("%q is outside multiCluster.kubeconfigDir (%s); put the kubeconfig directly in that directory", location, dir)
+	}
+	return real, nil
 }

@@ -77,6 +77,9 @@ func (w *Worker) Serves(gvk schema.GroupVersionKind) bool { return w.served[gvk]
 type Options struct {
 	Scheme *runtime.Scheme
 	Origin string
+	// AgentNamespace is where every worker's agent writes its CapacityReport: reports elsewhere
+	// (anyone's, with any revision) never reach placement. Empty reads every namespace.
+	AgentNamespace string
 	// Integrations are the kinds of jobs whose copies the registry caches in every worker that
 	// serves them.
 	Integrations *integration.Registry
@@ -100,6 +103,8 @@ type Registry struct {
 
 	mu      sync.Mutex
 	workers map[string]*entry
+	// started is when this manager began to talk to workers (it became leader).
+	started time.Time
 }
 
 type entry struct {
@@ -131,6 +136,22 @@ func (r *Registry) Get(name string) (*Worker, Health) {
 		return nil, Health{Reason: ReasonKubeconfigNotFound, Message: "not registered"}
 	}
 	return e.worker, e.health
+}
+
+// Registered reports whether a worker is registered (a MultiKueueCluster or Cluster API Cluster
+// names it), connected or not.
+func (r *Registry) Registered(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.workers[name]
+	return ok
+}
+
+// Started is when the registry started (this manager became leader); zero before.
+func (r *Registry) Started() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started
 }
 
 // Names lists registered workers, sorted.
@@ -298,7 +319,7 @@ func (r *Registry) connect(ctx context.Context, name string, kubeconfig []byte) 
 	byObject := map[client.Object]ctrlcache.ByObject{
 		&kueue.Workload{}:        {Label: origin},
 		&kueue.ResourceFlavor{}:  {Label: origin},
-		&fleetq.CapacityReport{}: {},
+		&fleetq.CapacityReport{}: r.reportScope(),
 		&coordinationv1.Lease{}:  {Label: origin},
 	}
 	for _, k := range kinds {
@@ -391,6 +412,9 @@ func (r *Registry) NeedLeaderElection() bool { return true }
 // Start probes connected workers every ProbeInterval until ctx ends, and disconnects them all
 // when it does.
 func (r *Registry) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.started = r.opts.Clock.Now()
+	r.mu.Unlock()
 	t := time.NewTicker(r.opts.ProbeInterval)
 	defer t.Stop()
 	for {
@@ -440,4 +464,12 @@ func (r *Registry) probeAll() {
 		})
 	}
 	wg.Wait()
+}
+
+// reportScope caches CapacityReports of the agent's namespace only.
+func (r *Registry) reportScope() ctrlcache.ByObject {
+	if r.opts.AgentNamespace == "" {
+		return ctrlcache.ByObject{}
+	}
+	return ctrlcache.ByObject{Namespaces: map[string]ctrlcache.Config{r.opts.AgentNamespace: {}}}
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
@@ -60,7 +61,7 @@ var _ = Describe("Dispatch", func() {
 		// Long enough to see it running on a loaded machine, short enough to watch it finish.
 		job := gpuJob{pods: 2, gpus: 1, runFor: "30s"}.create(ctx, "a100-train")
 		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
 			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(2), "pods in us-east: %s", phases(podsIn(ctx, "us-east", job)))
 			g.Expect(managerJob(ctx, job).Status.Active).To(BeEquivalentTo(2), "the management cluster's job mirrors the worker's")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
@@ -85,6 +86,23 @@ var _ = Describe("Dispatch", func() {
 			g.Expect(done).To(BeTrue(), "the job completes on the management cluster too")
 			g.Expect(workload.IsFinished(workloadOf(ctx, job))).To(BeTrue())
 			g.Expect(copiesOf(ctx, job)).To(BeEmpty(), "copies are deleted once the job finished")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("ignores a capacity report written outside the agent's namespace, whatever its revision", func(ctx SpecContext) {
+		// Anyone who may write CapacityReports in some namespace of eu-west forges one that says
+		// the worker is fenced, with a revision the real agent would never reach.
+		eu := env.Cluster("eu-west").Client()
+		status := fleetq.CapacityReportStatus{ClusterName: "eu-west", Revision: 1 << 40, Fenced: true, UpdateTime: metav1.Now()}
+		forged := &fleetq.CapacityReport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "eu-west"}, Status: status}
+		Expect(eu.Create(ctx, forged)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(eu.Delete(ctx, forged))).To(Succeed()) })
+		Expect(forged.Status.Revision).To(BeEquivalentTo(1<<40), "the report is written whole, status included")
+
+		job := gpuJob{pods: 1, gpus: 1, product: lab.L4, runFor: "1h"}.create(ctx, "despite-forgery")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("eu-west"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
+			g.Expect(runningIn(ctx, "eu-west", job)).To(Equal(1))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 
@@ -159,7 +177,7 @@ var _ = Describe("Dispatch", func() {
 		for i := range 10 {
 			jobs = append(jobs, gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, fmt.Sprintf("burst-%d", i)))
 		}
-		Expect(manager.Restart(ctx)).To(Succeed())
+		restartManager(ctx)
 		Eventually(func(g Gomega) {
 			for _, j := range jobs {
 				g.Expect(copiesOf(ctx, j)).To(HaveLen(1), "job %s has exactly one copy", j.Name)
@@ -188,5 +206,42 @@ var _ = Describe("Dispatch", func() {
 		ns := &corev1.Namespace{}
 		Expect(east.Get(ctx, client.ObjectKey{Name: "research"}, ns)).To(Succeed())
 		Expect(ns.Labels).To(HaveKeyWithValue(copies.CreatedByLabel, "fleetq"))
+	})
+
+	It("gives a worker namespace the management namespace's Pod Security labels, so a tenant gets no pod there its own namespace would refuse", func(ctx SpecContext) {
+		const enforce = copies.PodSecurityLabelPrefix + "enforce"
+		setEnforce := func(ctx context.Context, level string) {
+			ns := &corev1.Namespace{}
+			Expect(mgmt.Get(ctx, client.ObjectKey{Name: "inference"}, ns)).To(Succeed())
+			if level == "" {
+				delete(ns.Labels, enforce)
+			} else {
+				ns.Labels[enforce] = level
+			}
+			Expect(mgmt.Update(ctx, ns)).To(Succeed())
+		}
+		setEnforce(ctx, "baseline")
+		DeferCleanup(setEnforce, "")
+
+		job := gpuJob{namespace: "inference", pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "under-baseline")
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).NotTo(BeEmpty())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		worker := env.Cluster(clusterOf(ctx, job)).Client()
+		Eventually(func(g Gomega) {
+			ns := &corev1.Namespace{}
+			g.Expect(worker.Get(ctx, client.ObjectKey{Name: "inference"}, ns)).To(Succeed())
+			g.Expect(ns.Labels).To(HaveKeyWithValue(enforce, "baseline"), "created, or brought in line if fleetq created it before")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		// The worker's own Pod Security admission now refuses what baseline forbids there.
+		priv := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "inference", Name: "privileged-probe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}},
+		}
+		err := worker.Create(ctx, priv, client.DryRunAll)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a privileged pod is refused in the worker namespace: %v", err)
+		Expect(err.Error()).To(ContainSubstring("baseline"))
 	})
 })

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/e2e/components"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/internal/workload"
@@ -49,15 +52,60 @@ func bringEastBack(ctx SpecContext, faults lab.Faults) {
 	}
 }
 
+// withLostWorkerPolicy restarts the manager with another multiCluster.lostWorkerPolicy until the
+// spec ends.
+func withLostWorkerPolicy(ctx SpecContext, policy string) {
+	mgrCfg.MultiCluster.LostWorkerPolicy = policy
+	restartManager(ctx)
+	DeferCleanup(func(ctx SpecContext) {
+		mgrCfg.MultiCluster.LostWorkerPolicy = config.AtMostOnce
+		restartManager(ctx)
+	})
+}
+
+// restartManager restarts the manager with mgrCfg and waits until its webhooks answer again, so
+// the spec's next job is not refused by a webhook that is not serving yet.
+func restartManager(ctx SpecContext) {
+	Expect(manager.Restart(ctx)).To(Succeed())
+	Expect(components.WaitForWebhooks(ctx, mgmt, time.Minute)).To(Succeed())
+}
+
+// stopEastAPIServer stops us-east's API server until it is brought back, at the latest when
+// the spec ends (later specs need it), and says when the stop began: the API server refuses
+// probes from then on, while it shuts down.
+func stopEastAPIServer(ctx SpecContext) (lab.Faults, time.Time) {
+	GinkgoHelper()
+	faults, err := env.Cluster("us-east").Faults()
+	Expect(err).NotTo(HaveOccurred())
+	stopped := time.Now()
+	Expect(faults.StopAPIServer(ctx)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		if !framework.Reachable(ctx, env.Cluster("us-east"), 5*time.Second) {
+			bringEastBack(ctx, faults)
+		}
+	})
+	return faults, stopped
+}
+
 // onEast starts a job that fills one us-east node and waits until it runs there.
 func onEast(ctx SpecContext, name string) *batchv1.Job {
-	// Fill us-west first so nothing else lands there by chance; the job under test goes to us-east.
 	job := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, name)
 	Eventually(func(g Gomega) {
-		g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+		g.Expect(clusterOf(ctx, job)).To(Equal("us-east"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
 		g.Expect(runningIn(ctx, "us-east", job)).To(Equal(1))
 	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	return job
+}
+
+// expectRefusedByEast waits until the job's admission check says how us-east does not take its
+// copy (state, then cause), then sees it run on us-west, rejected from us-east after 15 s.
+func expectRefusedByEast(ctx SpecContext, job *batchv1.Job, state, cause string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(checkMessage(ctx, job)).To(And(HavePrefix("Dispatched to worker us-east, "+state), ContainSubstring(cause)))
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	expectRunningOn(ctx, job, "us-west", 2*wait)
+	Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(And(HavePrefix("worker us-east did not take the copy within 15s: "), HaveSuffix("placing it elsewhere"))))
 }
 
 // stopAgent stops a worker's agent until the spec ends.
@@ -76,7 +124,8 @@ var _ = Describe("Worker faults", Ordered, func() {
 		Expect(watcher.Overlaps()).To(BeEmpty(), "no job may run in two clusters at once")
 	})
 
-	It("partitioned from the manager, a worker fences its copies before the manager places them elsewhere, and its stale copies go when it is back", func(ctx SpecContext) {
+	It("at least once: partitioned from the manager, a worker fences its copies before the manager places them elsewhere, and its stale copies go when it is back", func(ctx SpecContext) {
+		withLostWorkerPolicy(ctx, config.AtLeastOnce)
 		job := onEast(ctx, "partitioned")
 		good, err := framework.WorkerKubeconfigSecret(env.Cluster("us-east"), mgrCfg.Namespace, "unused")
 		Expect(err).NotTo(HaveOccurred())
@@ -112,20 +161,13 @@ var _ = Describe("Worker faults", Ordered, func() {
 		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-east", "us-west"}))
 	})
 
-	It("re-dispatches the jobs of a worker whose API server died, and removes their stale copies when it is back", func(ctx SpecContext) {
+	It("at least once: re-dispatches the jobs of a worker whose API server died, and removes their stale copies when it is back", func(ctx SpecContext) {
+		withLostWorkerPolicy(ctx, config.AtLeastOnce)
 		job := onEast(ctx, "orphaned")
-		faults, err := env.Cluster("us-east").Faults()
-		Expect(err).NotTo(HaveOccurred())
-		// From the moment the stop begins: the API server refuses probes while it shuts down.
-		stopped := time.Now()
-		Expect(faults.StopAPIServer(ctx)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			// When this spec failed half-way, later specs still need us-east and a clean record.
-			if !framework.Reachable(ctx, env.Cluster("us-east"), 5*time.Second) {
-				bringEastBack(ctx, faults)
-			}
-			watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
-		})
+		// When this spec failed half-way, later specs still need a clean record (this runs after
+		// us-east is back: cleanups run last in, first out).
+		DeferCleanup(func() { watcher.Unobservable("us-east", job.Namespace+"/"+job.Name) })
+		faults, stopped := stopEastAPIServer(ctx)
 		Eventually(func(g Gomega) {
 			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"))
 			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
@@ -149,6 +191,103 @@ var _ = Describe("Worker faults", Ordered, func() {
 		AddReportEntry("dead API server: back → stale copy removed", time.Since(back).Round(time.Second).String())
 		watcher.Unobservable("us-east", job.Namespace+"/"+job.Name)
 	})
+	It("at most once: keeps the job of a worker whose API server died on that worker until it is back, and never runs it twice", func(ctx SpecContext) {
+		job := onEast(ctx, "kept")
+		faults, stopped := stopEastAPIServer(ctx)
+		// Its nodes may still run the pod (a real kubelet would): past workerLostTimeout the
+		// workload stays placed on us-east, says why, and no copy appears anywhere else.
+		Eventually(func() string { return checkMessage(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
+			Should(ContainSubstring("multiCluster.lostWorkerPolicy: AtMostOnce"))
+		Expect(time.Since(stopped)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration))
+		Consistently(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+			for _, w := range []string{"us-west", "eu-west"} {
+				j := &batchv1.Job{}
+				g.Expect(apierrors.IsNotFound(env.Cluster(w).Client().Get(ctx, client.ObjectKeyFromObject(job), j))).To(BeTrue(), "a copy in %s", w)
+			}
+		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		bringEastBack(ctx, faults)
+		Eventually(func(g Gomega) {
+			active, _ := workerActive(ctx, "us-east")
+			g.Expect(active).To(BeTrue())
+			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(1), "the job kept running where it was")
+			g.Expect(workload.IsAdmitted(workloadOf(ctx, job))).To(BeTrue())
+			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-east"}))
+			// The overlap watcher's informer for us-east relists with its own backoff after the outage.
+			g.Expect(watcher.Clusters(job.Namespace+"/"+job.Name)).To(Equal([]string{"us-east"}), "it ran in us-east only")
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("places the jobs of a worker whose MultiKueueCluster was deleted elsewhere after workerLostTimeout, and removes their copies when it is registered again", func(ctx SpecContext) {
+		job := onEast(ctx, "unregistered")
+		mkc := &kueue.MultiKueueCluster{}
+		Expect(mgmt.Get(ctx, client.ObjectKey{Name: "us-east"}, mkc)).To(Succeed())
+		again := &kueue.MultiKueueCluster{ObjectMeta: metav1.ObjectMeta{Name: mkc.Name, Labels: mkc.Labels}, Spec: mkc.Spec}
+		register := func(ctx SpecContext) {
+			if err := mgmt.Create(ctx, again.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+			Eventually(func() bool { active, _ := workerActive(ctx, "us-east"); return active }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeTrue())
+		}
+		DeferCleanup(register)
+		Expect(mgmt.Delete(ctx, mkc)).To(Succeed())
+
+		// Not stranded: it says why it waits, then goes elsewhere; us-east's agent, which no
+		// longer hears from the manager, has fenced the old copy by then.
+		Eventually(func() string { return checkMessage(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
+			Should(ContainSubstring("worker us-east is not registered"))
+		Eventually(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"), "placement: %s", placementOf(ctx, job))
+			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(ContainSubstring("worker us-east lost: no longer registered")))
+
+		register(ctx)
+		Eventually(func() []string { return copiesOf(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
+			Should(Equal([]string{"us-west"}), "the stale copy in us-east goes once the manager reaches it again")
+	})
+
+	It("keeps the quota of a job deleted while its worker is unreachable until its copy is gone there", func(ctx SpecContext) {
+		job := onEast(ctx, "deleted-while-away")
+		good, err := framework.WorkerKubeconfigSecret(env.Cluster("us-east"), mgrCfg.Namespace, "unused")
+		Expect(err).NotTo(HaveOccurred())
+		closed, err := framework.ClosedPortKubeconfig(env.Cluster("us-east"))
+		Expect(err).NotTo(HaveOccurred())
+		setKubeconfig(ctx, "us-east", closed)
+		DeferCleanup(func(ctx SpecContext) { setKubeconfig(ctx, "us-east", good.Data[framework.KubeconfigSecretKey]) })
+		Eventually(func() bool { active, _ := workerActive(ctx, "us-east"); return active }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeFalse())
+		reserving := func(g Gomega) int32 {
+			cq := &kueue.ClusterQueue{}
+			g.Expect(mgmt.Get(ctx, client.ObjectKey{Name: "research-gpu-cq"}, cq)).To(Succeed())
+			return cq.Status.ReservingWorkloads
+		}
+		// The queue's status is written a moment after the admission.
+		Eventually(reserving).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeNumerically(">=", 1))
+		wl := workloadOf(ctx, job)
+		Expect(mgmt.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		// The copy may still run in us-east: the workload, and the quota it holds, stay.
+		Eventually(func(g Gomega) {
+			cur := &kueue.Workload{}
+			g.Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(wl), cur)).To(Succeed())
+			g.Expect(cur.DeletionTimestamp).NotTo(BeNil(), "the garbage collector deletes the job's workload")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			cur := &kueue.Workload{}
+			g.Expect(mgmt.Get(ctx, client.ObjectKeyFromObject(wl), cur)).To(Succeed())
+			g.Expect(cur.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(workload.HasQuotaReservation(cur)).To(BeTrue())
+			g.Expect(reserving(g)).To(BeNumerically(">=", 1))
+		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		setKubeconfig(ctx, "us-east", good.Data[framework.KubeconfigSecretKey])
+		Eventually(func(g Gomega) {
+			g.Expect(copiesOf(ctx, job)).To(BeEmpty())
+			g.Expect(podsIn(ctx, "us-east", job)).To(BeEmpty())
+			g.Expect(apierrors.IsNotFound(mgmt.Get(ctx, client.ObjectKeyFromObject(wl), &kueue.Workload{}))).To(BeTrue(), "the workload goes once its copy is gone")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
 	It("places a job elsewhere when its worker's agent is down, and sends that worker nothing until the agent reports again", func(ctx SpecContext) {
 		stopAgent(ctx, "us-east")
 		created := time.Now()
@@ -222,12 +361,32 @@ var _ = Describe("Worker faults", Ordered, func() {
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(east.Delete(ctx, quota))).To(Succeed()) })
 
 		job := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "refused")
-		Eventually(func(g Gomega) {
-			g.Expect(checkMessage(ctx, job)).To(And(HavePrefix("Dispatched to worker us-east, which does not take the copy yet: "), ContainSubstring("no-jobs")))
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		expectRunningOn(ctx, job, "us-west", 2*wait)
-		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(And(HavePrefix("worker us-east did not take the copy within 15s: "), HaveSuffix("placing it elsewhere"))))
+		expectRefusedByEast(ctx, job, "which does not take the copy yet: ", "no-jobs")
 		Expect(eventNotes(ctx, job, "Placed")).To(ContainElement(ContainSubstring("us-east: refused this workload's copy (")))
+		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))
+	})
+
+	It("places a job elsewhere when a worker's API server fails every copy with a server error, and says why", func(ctx SpecContext) {
+		// A webhook in us-east that nothing serves, failing closed: every Job create there is
+		// answered 500 Internal Error, as with a broken admission controller.
+		east := env.Cluster("us-east").Client()
+		hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "broken-job-check"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name:                    "broken.jobs.example.com",
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/validate")},
+				Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
+				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+				AdmissionReviewVersions: []string{"v1"},
+				NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "research"}},
+			}},
+		}
+		Expect(east.Create(ctx, hook)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(east.Delete(ctx, hook))).To(Succeed()) })
+
+		job := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "server-error")
+		expectRefusedByEast(ctx, job, "which fails to take the copy yet: ", "broken.jobs.example.com")
 		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))
 	})
 

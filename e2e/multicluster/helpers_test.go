@@ -84,6 +84,19 @@ func workloadOf(ctx context.Context, job *batchv1.Job) *kueue.Workload {
 	return wl
 }
 
+// placementOf says where the job's workload is placed and why, for failure messages.
+func placementOf(ctx context.Context, job *batchv1.Job) string {
+	wl := workloadOf(ctx, job)
+	if wl == nil {
+		return "no workload yet"
+	}
+	var out []string
+	for _, c := range wl.Status.AdmissionChecks {
+		out = append(out, fmt.Sprintf("%s %s: %s", c.Name, c.State, c.Message))
+	}
+	return strings.Join(out, "; ")
+}
+
 // copiesOf lists the workers holding a Job copy of job.
 func copiesOf(ctx context.Context, job *batchv1.Job) []string {
 	var out []string

@@ -29,6 +29,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/config/crd"
+	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/e2e/components"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
@@ -141,6 +142,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 			mkc := &kueue.MultiKueueCluster{}
 			g.Expect(mgmt.Get(ctx, client.ObjectKey{Name: w}, mkc)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(mkc.Status.Conditions, kueue.MultiKueueClusterActive)).To(BeTrue(), "worker %s active: %v", w, mkc.Status.Conditions)
+			// Published once the manager's placement has read the worker's report: until then the
+			// first spec's job would go to the next worker in preference order.
+			g.Expect(mkc.Annotations).To(HaveKey(registry.CapacityAnnotation), "the manager has not read %s's capacity report yet", w)
 			rep := &fleetq.CapacityReport{}
 			g.Expect(env.Cluster(w).Client().Get(ctx, client.ObjectKey{Namespace: mgrCfg.Namespace, Name: w}, rep)).To(Succeed())
 			// The manager has synced its flavors there and the agent reports capacity per flavor.

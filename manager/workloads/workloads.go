@@ -17,11 +17,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/cache"
@@ -74,10 +76,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if wl.DeletionTimestamp != nil || workload.IsFinished(wl) {
+	if workload.IsFinished(wl) || (wl.DeletionTimestamp != nil && !(workload.HasQuotaReservation(wl) && controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer))) {
 		r.forget(key)
 		return reconcile.Result{}, nil
 	}
+	// A deleted workload whose copies may still run in a worker keeps its quota until dispatch
+	// confirms them gone and lets it go.
 	lqKey := wl.Namespace + "/" + string(wl.Spec.QueueName)
 	if workload.HasQuotaReservation(wl) {
 		r.Queues.Delete(key)

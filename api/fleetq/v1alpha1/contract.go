@@ -116,6 +116,11 @@ const (
 	// when the workload is queued, not only when the job was created.
 	JobManagedByAnnotation = "fleetq.dev/job-managed-by"
 
+	// CopiesFinalizer on a management cluster Workload is held while copies of it may exist in a
+	// worker: a deleted workload keeps its quota and goes only once its copies, and their pods,
+	// are confirmed gone (or its worker is lost, as multiCluster.lostWorkerPolicy allows).
+	CopiesFinalizer = "fleetq.dev/worker-copies"
+
 	// PodSetFlavorsAnnotation on a remote Workload holds, as JSON, the flavor the manager admitted
 	// each pod set's resources with ({"main":{"nvidia.com/gpu":"a100-flavor"}}); the copy's pod
 	// set templates carry that flavor's node selector and tolerations already.
