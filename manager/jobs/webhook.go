@@ -290,7 +290,7 @@ func (w *Webhook) validateAdmittedShape(ctx context.Context, old, obj client.Obj
 	if integration.PodSetsEqual(oldSets, newSets) {
 		return nil, nil
 	}
-	wl, err := w.workload(ctx, obj)
+	wl, err := w.workload(ctx, obj, workload.HasQuotaReservation)
 	if err != nil || wl == nil || !workload.HasQuotaReservation(wl) || workload.IsFinished(wl) {
 		return nil, err
 	}
@@ -336,9 +336,12 @@ func podResources(spec corev1.PodSpec) []corev1.ResourceRequirements {
 	return append(out, corev1.ResourceRequirements{Requests: spec.Overhead})
 }
 
-// workload reads the job's Workload, from the cache and else the API server; nil when none.
-func (w *Webhook) workload(ctx context.Context, obj client.Object) (*kueue.Workload, error) {
+// workload reads the job's Workload from the cache and, unless it already shows what want
+// asks, from the API server too (the cache may lag the manager's own writes); the last one read,
+// or nil when there is none.
+func (w *Webhook) workload(ctx context.Context, obj client.Object, want func(*kueue.Workload) bool) (*kueue.Workload, error) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(w.Adapter, obj)}
+	var found *kueue.Workload
 	for _, r := range []client.Reader{w.Client, w.APIReader} {
 		if r == nil {
 			continue
@@ -350,29 +353,17 @@ func (w *Webhook) workload(ctx context.Context, obj client.Object) (*kueue.Workl
 			}
 			return nil, err
 		}
-		return wl, nil
+		if found = wl; want(wl) {
+			break
+		}
 	}
-	return nil, nil
+	return found, nil
 }
 
 // admitted reports whether the job's workload is admitted, asking the API server when the
 // cache does not (yet) say so.
 func (w *Webhook) admitted(ctx context.Context, obj client.Object) (bool, error) {
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(w.Adapter, obj)}
-	for _, r := range []client.Reader{w.Client, w.APIReader} {
-		if r == nil {
-			continue
-		}
-		wl := &kueue.Workload{}
-		if err := r.Get(ctx, key, wl); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return false, err
-		}
-		if workload.IsAdmitted(wl) && !workload.IsEvicted(wl) {
-			return true, nil
-		}
-	}
-	return false, nil
+	isAdmitted := func(wl *kueue.Workload) bool { return workload.IsAdmitted(wl) && !workload.IsEvicted(wl) }
+	wl, err := w.workload(ctx, obj, isAdmitted)
+	return wl != nil && isAdmitted(wl), err
 }
