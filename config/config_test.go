@@ -221,6 +221,10 @@ func TestLoadAgent(t *testing.T) {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: AgentConfiguration\nclusterName: a\ncapacityResyncPeriod: -1s\n",
 			wantErr: "capacityResyncPeriod: Invalid value: \"-1s\": must be a positive duration",
 		},
+		"unknown fencing policy": {
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: AgentConfiguration\nclusterName: a\nfencingPolicy: Pause\n",
+			wantErr: `fencingPolicy: Unsupported value: "Pause": supported values: "Suspend", "KeepRunning"`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -234,8 +238,8 @@ func TestLoadAgent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.ClusterName != tc.wantName || c.LeaderElection.LeaseName != "fleetq-agent" || c.Origin != "multikueue" {
-				t.Errorf("got name %q lease %q origin %q", c.ClusterName, c.LeaderElection.LeaseName, c.Origin)
+			if c.ClusterName != tc.wantName || c.LeaderElection.LeaseName != "fleetq-agent" || c.Origin != "multikueue" || c.FencingPolicy != FenceSuspend {
+				t.Errorf("got name %q lease %q origin %q fencingPolicy %q", c.ClusterName, c.LeaderElection.LeaseName, c.Origin, c.FencingPolicy)
 			}
 		})
 	}

@@ -24,6 +24,10 @@ const (
 	// AtMostOnce and AtLeastOnce are the values of multiCluster.lostWorkerPolicy.
 	AtMostOnce  = "AtMostOnce"
 	AtLeastOnce = "AtLeastOnce"
+
+	// FenceSuspend and FenceKeepRunning are the values of the agent's fencingPolicy.
+	FenceSuspend     = "Suspend"
+	FenceKeepRunning = "KeepRunning"
 )
 
 // Default durations.
@@ -137,6 +141,9 @@ func (c *AgentConfiguration) SetDefaults() {
 		c.Health.BindAddress = DefaultHealthAddr
 	}
 	setDuration(&c.CapacityResyncPeriod, DefaultCapacityResyncPeriod)
+	if c.FencingPolicy == "" {
+		c.FencingPolicy = FenceSuspend
+	}
 	if c.Origin == "" {
 		c.Origin = DefaultOrigin
 	}

@@ -210,6 +210,12 @@ type AgentConfiguration struct {
 	// cluster serves (their CRD is installed) and reports them, so the manager places nothing else
 	// there. List only kinds whose operator runs in the cluster.
 	Integrations Integrations `json:"integrations,omitempty"`
+	// FencingPolicy is what the agent does with running copies once the manager stopped renewing
+	// its lease for fenceTimeout: Suspend them (the default; the manager may then place them
+	// elsewhere under lostWorkerPolicy AtLeastOnce) or KeepRunning (Kueue's behaviour: jobs ride
+	// out a management-cluster outage, and the manager never places them elsewhere while this
+	// worker is unreachable, whatever its lostWorkerPolicy). Nothing new is admitted while fenced.
+	FencingPolicy string `json:"fencingPolicy,omitempty"`
 }
 
 // RESTConfig copies base with this connection's rate limiter, which every client built from the

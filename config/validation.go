@@ -60,6 +60,9 @@ func (c *AgentConfiguration) Validate() field.ErrorList {
 	errs = append(errs, validateEndpoint(c.Metrics, field.NewPath("metrics", "bindAddress"))...)
 	errs = append(errs, validateEndpoint(c.Health, field.NewPath("health", "bindAddress"))...)
 	errs = append(errs, validatePositive(c.CapacityResyncPeriod, field.NewPath("capacityResyncPeriod"))...)
+	if c.FencingPolicy != FenceSuspend && c.FencingPolicy != FenceKeepRunning {
+		errs = append(errs, field.NotSupported(field.NewPath("fencingPolicy"), c.FencingPolicy, []string{FenceSuspend, FenceKeepRunning}))
+	}
 	errs = append(errs, validateOrigin(c.Origin, field.NewPath("origin"))...)
 	errs = append(errs, c.Integrations.validate(field.NewPath("integrations"))...)
 	return errs

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -20,6 +21,7 @@ import (
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
 )
@@ -281,7 +283,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		Expect(k8s.Create(ctx, lease)).To(Succeed())
 		stop := make(chan struct{})
 		stopped := make(chan struct{})
-		go renewLease(ctx, stop, stopped)
+		go renewLease(ctx, client.ObjectKeyFromObject(lease), stop, stopped)
 		DeferCleanup(func() {
 			select {
 			case <-stop:
@@ -333,6 +335,95 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		deleteCopy(ctx, teamNS, "guarded")
 		deleteCopy(ctx, teamNS, "while-fenced")
 	}, SpecTimeout(5*waitLong))
+
+	It("with fencingPolicy KeepRunning, leaves admitted copies running while fenced, admits nothing new, and says so in its report", func(ctx SpecContext) {
+		const (
+			keepOrigin  = "keep-running"
+			keepNS      = "fleetq-keep"
+			keepCluster = "us-east-keep"
+		)
+		ensureNamespace(ctx, keepNS)
+		// A second agent in this process would clash with the first's controller names: it runs
+		// as the binary, as in production.
+		dir := GinkgoT().TempDir()
+		bin, err := framework.BuildBinary(ctx, "./cmd/fleetq-agent", dir)
+		Expect(err).NotTo(HaveOccurred())
+		cfgFile := filepath.Join(dir, "agent.yaml")
+		Expect(os.WriteFile(cfgFile, []byte(fmt.Sprintf(`apiVersion: config.fleetq.dev/v1alpha1
+kind: AgentConfiguration
+namespace: %s
+origin: %s
+fencingPolicy: %s
+metrics: {bindAddress: "0"}
+health: {bindAddress: "0"}
+`, keepNS, keepOrigin, config.FenceKeepRunning)), 0o600)).To(Succeed())
+		comp, err := env.Start(ctx, framework.ComponentSpec{
+			Name: "fleetq-agent-keep-running", Cluster: worker, Binary: bin,
+			Args: []string{"--config", cfgFile, "--cluster-name", keepCluster, "-v", "1"},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { Expect(comp.Stop(ctx)).To(Succeed()) })
+		report := func(g Gomega) fleetq.CapacityReportStatus {
+			g.Expect(comp.Running()).To(BeTrue(), "agent exited: %v", comp.Err())
+			r := &fleetq.CapacityReport{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: keepNS, Name: keepCluster}, r)).To(Succeed())
+			return r.Status
+		}
+
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: keepNS, Name: fleetq.ManagerLeaseName(keepOrigin)},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To("fleetq-manager-test"), LeaseDurationSeconds: ptr.To[int32](6), RenewTime: ptr.To(metav1.NowMicro()),
+			},
+		}
+		Expect(k8s.Create(ctx, lease)).To(Succeed())
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go renewLease(ctx, client.ObjectKeyFromObject(lease), stop, stopped)
+		DeferCleanup(func() {
+			select {
+			case <-stop:
+			default:
+				close(stop)
+			}
+		})
+		flavor := syncedFlavor("l4-keep-running", lab.L4)
+		flavor.Labels[fleetq.OriginLabel] = keepOrigin
+		Expect(k8s.Create(ctx, flavor)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, flavor))).To(Succeed()) })
+
+		copySpec{ns: teamNS, name: "rides-out", count: 1, gpus: 1, l4: true, origin: keepOrigin}.create(ctx)
+		running := func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "rides-out"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			g.Expect(getJob(ctx, g, teamNS, "rides-out").Spec.Suspend).To(Equal(ptr.To(false)))
+			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "rides-out"))
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+		}
+		Eventually(func(g Gomega) {
+			running(g)
+			st := report(g)
+			g.Expect(st.FencingPolicy).To(Equal(config.FenceKeepRunning), "the manager reads the policy from the report")
+			g.Expect(st.Fenced).To(BeFalse())
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		By("the manager stops renewing its lease: fenced, and the copy runs on")
+		close(stop)
+		<-stopped
+		Eventually(func(g Gomega) { g.Expect(report(g).Fenced).To(BeTrue()) }).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			running(g)
+			wl := getWorkload(ctx, g, teamNS, "rides-out")
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)).To(BeFalse(), "not evicted while fenced")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+
+		copySpec{ns: teamNS, name: "waits-out", count: 1, gpus: 1, l4: true, origin: keepOrigin}.create(ctx)
+		Eventually(func(g Gomega) {
+			c := conditionIs(g, getWorkload(ctx, g, teamNS, "waits-out"), kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+			g.Expect(c.Message).To(HavePrefix("not admitted while cluster " + keepCluster + " is fenced: "))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		deleteCopy(ctx, teamNS, "rides-out")
+		deleteCopy(ctx, teamNS, "waits-out")
+	}, SpecTimeout(3*waitLong+3*time.Minute))
 
 	It("runs as the fleetq-agent binary, serving another origin beside the first agent", func(ctx SpecContext) {
 		const (
@@ -420,7 +511,7 @@ func httpGet(ctx context.Context, g Gomega, url string) string {
 }
 
 // renewLease plays the manager renewing its lease every half second, until stop is closed.
-func renewLease(ctx context.Context, stop <-chan struct{}, stopped chan<- struct{}) {
+func renewLease(ctx context.Context, key client.ObjectKey, stop <-chan struct{}, stopped chan<- struct{}) {
 	defer GinkgoRecover()
 	defer close(stopped)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -433,7 +524,7 @@ func renewLease(ctx context.Context, stop <-chan struct{}, stopped chan<- struct
 			return
 		case <-tick.C:
 			l := &coordinationv1.Lease{}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: leaseName}, l); err != nil {
+			if err := k8s.Get(ctx, key, l); err != nil {
 				continue
 			}
 			patch := client.MergeFrom(l.DeepCopy())

@@ -57,6 +57,8 @@ type Publisher struct {
 	Origin      string
 	// Kinds are the kinds of jobs the agent runs, reported as status.kinds.
 	Kinds []string
+	// FencingPolicy is the agent's, reported as status.fencingPolicy.
+	FencingPolicy string
 	// MinInterval debounces writes; default DefaultMinInterval.
 	MinInterval time.Duration
 	// Resync rewrites the report (same revision, new updateTime) when nothing changed for so long.
@@ -177,6 +179,7 @@ func (p *Publisher) compute(ctx context.Context) (fleetq.CapacityReportStatus, e
 	}
 	st := capacity.Report(p.ClusterName, capacity.Nodes(nodePtrs, podPtrs), flavorPtrs, reserved, fenced)
 	st.Kinds = p.Kinds
+	st.FencingPolicy = p.FencingPolicy
 	return st, nil
 }
 

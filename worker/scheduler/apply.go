@@ -55,12 +55,16 @@ func (s *Scheduler) apply(ctx context.Context, copies []*copyState, plan admissi
 	return errs
 }
 
-// fence evicts every admitted copy because the manager's lease expired, and says so on pending ones.
-func (s *Scheduler) fence(ctx context.Context, copies []*copyState, why string) []error {
+// fence evicts every admitted copy because the manager's lease expired (unless keepRunning), and says
+// so on pending ones, which are not admitted while fenced.
+func (s *Scheduler) fence(ctx context.Context, copies []*copyState, why string, keepRunning bool) []error {
 	var errs []error
 	for _, c := range copies {
 		switch c.plan.Phase {
 		case admission.Admitted:
+			if keepRunning {
+				continue // fencingPolicy KeepRunning: it rides out the outage
+			}
 			msg := fmt.Sprintf("Fenced in cluster %s: %s; the job was suspended so it cannot run in two clusters", s.ClusterName, why)
 			if err := s.evict(ctx, c, fleetq.EvictedByFencing, msg, false); err != nil {
 				errs = append(errs, err)

@@ -67,6 +67,9 @@ type Scheduler struct {
 	Namespace string
 	// Fence tracks the manager's Lease renewals.
 	Fence *fencing.Observer
+	// KeepRunningWhenFenced leaves admitted copies running while fenced (fencingPolicy
+	// KeepRunning); pending ones still wait.
+	KeepRunningWhenFenced bool
 	// Publish hands each pass's reservations and fencing state to the capacity report, before the
 	// pass writes anything, so a report stamped after an admission always accounts for it.
 	Publish func(reserved map[string]capacity.Amounts, fenced bool)
@@ -167,7 +170,7 @@ func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 	var plan admission.Plan
 	if fence.Fenced {
 		s.Publish(nil, true)
-		errs = append(errs, s.fence(ctx, live, fence.Message)...)
+		errs = append(errs, s.fence(ctx, live, fence.Message, s.KeepRunningWhenFenced)...)
 	} else {
 		planIn := admission.Input{Cluster: s.ClusterName, Nodes: in.nodes}
 		for _, c := range live {

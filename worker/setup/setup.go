@@ -138,14 +138,14 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{Manager: mgr, Integrations: integrations, Fence: fencing.NewObserver(opts.Clock, fleetq.ManagerLeaseName(cfg.Origin))}
 	a.Report = &report.Publisher{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Log: opts.Log.WithName("report"),
-		ClusterName: cfg.ClusterName, Namespace: cfg.Namespace, Origin: cfg.Origin, Kinds: frameworks(integrations),
+		ClusterName: cfg.ClusterName, Namespace: cfg.Namespace, Origin: cfg.Origin, Kinds: frameworks(integrations), FencingPolicy: cfg.FencingPolicy,
 		Resync: cfg.CapacityResyncPeriod.Duration,
 	}
 	a.Scheduler = &scheduler.Scheduler{
 		Client: mgr.GetClient(), Integrations: integrations, Clock: opts.Clock, Log: opts.Log.WithName("scheduler"),
 		Recorder:    mgr.GetEventRecorder(fleetq.AgentName),
 		ClusterName: cfg.ClusterName, Origin: cfg.Origin, Namespace: cfg.Namespace,
-		Fence: a.Fence, Publish: a.Report.Set,
+		Fence: a.Fence, KeepRunningWhenFenced: cfg.FencingPolicy == config.FenceKeepRunning, Publish: a.Report.Set,
 	}
 	if err := a.Report.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("capacity report controller: %w", err)

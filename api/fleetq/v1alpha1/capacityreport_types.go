@@ -46,6 +46,13 @@ type CapacityReportStatus struct {
 	// +optional
 	Kinds []string `json:"kinds,omitempty"`
 
+	// fencingPolicy is what the agent does with running copies while fenced: Suspend, or
+	// KeepRunning (then the manager never places this worker's jobs elsewhere while it is
+	// unreachable, since they run on). Empty means Suspend.
+	// +kubebuilder:validation:Enum=Suspend;KeepRunning
+	// +optional
+	FencingPolicy string `json:"fencingPolicy,omitempty"`
+
 	// flavorCount is the number of entries of flavors, for printing.
 	// +optional
 	FlavorCount int32 `json:"flavorCount,omitempty"`
