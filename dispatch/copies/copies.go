@@ -190,8 +190,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		msg := fmt.Sprintf("waiting for worker %s to answer: %s", cluster, h.Message)
 		if r.unreachableFor(h) >= r.WorkerLostTimeout {
-			msg = fmt.Sprintf("worker %s unreachable since %s (%s); its copy may still run there, so the workload is not placed elsewhere (multiCluster.lostWorkerPolicy: %s): it goes on when the worker answers, or delete its MultiKueueCluster if the worker is gone for good",
-				cluster, h.Since.UTC().Format(time.RFC3339), h.Message, config.AtMostOnce)
+			why := "multiCluster.lostWorkerPolicy: " + config.AtMostOnce
+			if r.LostWorkerPolicy == config.AtLeastOnce {
+				why = "its agent's fencingPolicy: " + config.FenceKeepRunning
+			}
+			msg = fmt.Sprintf("worker %s unreachable since %s (%s); its copy may still run there, so the workload is not placed elsewhere (%s): it goes on when the worker answers, or delete its MultiKueueCluster if the worker is gone for good",
+				cluster, h.Since.UTC().Format(time.RFC3339), h.Message, why)
 		}
 		return reconcile.Result{RequeueAfter: time.Second}, r.setCheck(ctx, wl, check, kueue.CheckStatePending, msg)
 	}
@@ -249,7 +253,8 @@ func (r *Reconciler) lost(cluster string, h registry.Health) bool {
 	if r.unreachableFor(h) < r.WorkerLostTimeout {
 		return false
 	}
-	return r.LostWorkerPolicy == config.AtLeastOnce
+	// At least once trusts the agent to have suspended the copies: not one that keeps them running.
+	return r.LostWorkerPolicy == config.AtLeastOnce && !r.Book.KeepsRunningWhenFenced(cluster)
 }
 
 // unregisteredFor is how long this reconciler has seen a worker unregistered (0 while it is

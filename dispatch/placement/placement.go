@@ -50,6 +50,8 @@ type report struct {
 	flavors  map[string]bool
 	// kinds are the integrations the worker's agent runs.
 	kinds []string
+	// keepRunning: its agent leaves running copies alone while fenced.
+	keepRunning bool
 }
 
 type node struct {
@@ -81,7 +83,8 @@ func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
 	if cur, ok := b.reports[cluster]; ok && cur.revision > cr.Status.Revision {
 		return
 	}
-	r := &report{revision: cr.Status.Revision, updated: cr.Status.UpdateTime.Time, fenced: cr.Status.Fenced, flavors: map[string]bool{}, kinds: cr.Status.Kinds}
+	r := &report{revision: cr.Status.Revision, updated: cr.Status.UpdateTime.Time, fenced: cr.Status.Fenced, flavors: map[string]bool{}, kinds: cr.Status.Kinds,
+		keepRunning: cr.Status.FencingPolicy == "KeepRunning"}
 	if len(r.kinds) == 0 {
 		r.kinds = []string{BatchJob} // agents that do not say ran batch/v1 Jobs only
 	}
@@ -187,6 +190,16 @@ type Candidate struct {
 	// it over for the next in preference order (after a manager restart every pending job would
 	// otherwise go to whichever worker's report came, or unfenced, first).
 	AwaitReport bool
+}
+
+// KeepsRunningWhenFenced reports whether the worker's agent, by its last report, keeps its
+// copies running while fenced (fencingPolicy KeepRunning): they are not stopped by losing the
+// manager, so they must not be placed elsewhere meanwhile.
+func (b *Book) KeepsRunningWhenFenced(cluster string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.reports[cluster]
+	return ok && r.keepRunning
 }
 
 // Request is a workload to place: its pod sets and the flavors its admission assigned.

@@ -300,3 +300,18 @@ func TestWorkerJustConnectedIsWaitedForNotPassedOver(t *testing.T) {
 		t.Errorf("a worker with no report after the grace is passed over: %q %v (%s)", d.Cluster, ok, d.Explanation)
 	}
 }
+
+func TestAWorkerWhoseAgentKeepsRunningWhenFencedSaysSo(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	keep := gpuReport(1, t0, "a100", 8)
+	keep.Status.FencingPolicy = "KeepRunning"
+	b.SetReport("us-east", keep)
+	b.SetReport("us-west", gpuReport(1, t0, "a100", 8))
+	if !b.KeepsRunningWhenFenced("us-east") {
+		t.Error("us-east reports fencingPolicy KeepRunning")
+	}
+	if b.KeepsRunningWhenFenced("us-west") || b.KeepsRunningWhenFenced("eu-west") {
+		t.Error("a report without the field (or no report) means Suspend")
+	}
+}
