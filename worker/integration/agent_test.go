@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -272,26 +274,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 	}, SpecTimeout(3*waitLong))
 
 	It("fences: suspends admitted copies when the manager's lease is not renewed, and admits nothing meanwhile", func(ctx SpecContext) {
-		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: leaseName},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To("fleetq-manager-test"),
-				LeaseDurationSeconds: ptr.To[int32](6),
-				RenewTime:            ptr.To(metav1.NowMicro()),
-			},
-		}
-		Expect(k8s.Create(ctx, lease)).To(Succeed())
-		stop := make(chan struct{})
-		stopped := make(chan struct{})
-		go renewLease(ctx, client.ObjectKeyFromObject(lease), stop, stopped)
-		DeferCleanup(func() {
-			select {
-			case <-stop:
-			default:
-				close(stop)
-			}
-		})
-
+		lease, stopRenewing := renewedLease(ctx, agentNS, leaseName)
 		copySpec{ns: teamNS, name: "guarded", count: 1, gpus: 2, l4: true}.create(ctx)
 		Eventually(func(g Gomega) {
 			conditionIs(g, getWorkload(ctx, g, teamNS, "guarded"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
@@ -302,8 +285,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 
 		By("the manager stops renewing its lease")
-		close(stop)
-		<-stopped
+		stopRenewing()
 		Eventually(func(g Gomega) {
 			wl := getWorkload(ctx, g, teamNS, "guarded")
 			c := conditionIs(g, wl, kueue.WorkloadEvicted, metav1.ConditionTrue, fleetq.EvictedByFencing)
@@ -342,27 +324,14 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			keepNS      = "fleetq-keep"
 			keepCluster = "us-east-keep"
 		)
-		ensureNamespace(ctx, keepNS)
 		// A second agent in this process would clash with the first's controller names: it runs
 		// as the binary, as in production.
-		dir := GinkgoT().TempDir()
-		bin, err := framework.BuildBinary(ctx, "./cmd/fleetq-agent", dir)
-		Expect(err).NotTo(HaveOccurred())
-		cfgFile := filepath.Join(dir, "agent.yaml")
-		Expect(os.WriteFile(cfgFile, []byte(fmt.Sprintf(`apiVersion: config.fleetq.dev/v1alpha1
-kind: AgentConfiguration
-namespace: %s
+		comp := startAgentBinary(ctx, "fleetq-agent-keep-running", keepCluster, fmt.Sprintf(`namespace: %s
 origin: %s
 fencingPolicy: %s
 metrics: {bindAddress: "0"}
 health: {bindAddress: "0"}
-`, keepNS, keepOrigin, config.FenceKeepRunning)), 0o600)).To(Succeed())
-		comp, err := env.Start(ctx, framework.ComponentSpec{
-			Name: "fleetq-agent-keep-running", Cluster: worker, Binary: bin,
-			Args: []string{"--config", cfgFile, "--cluster-name", keepCluster, "-v", "1"},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx SpecContext) { Expect(comp.Stop(ctx)).To(Succeed()) })
+`, keepNS, keepOrigin, config.FenceKeepRunning))
 		report := func(g Gomega) fleetq.CapacityReportStatus {
 			g.Expect(comp.Running()).To(BeTrue(), "agent exited: %v", comp.Err())
 			r := &fleetq.CapacityReport{}
@@ -370,22 +339,7 @@ health: {bindAddress: "0"}
 			return r.Status
 		}
 
-		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: keepNS, Name: fleetq.ManagerLeaseName(keepOrigin)},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity: ptr.To("fleetq-manager-test"), LeaseDurationSeconds: ptr.To[int32](6), RenewTime: ptr.To(metav1.NowMicro()),
-			},
-		}
-		Expect(k8s.Create(ctx, lease)).To(Succeed())
-		stop, stopped := make(chan struct{}), make(chan struct{})
-		go renewLease(ctx, client.ObjectKeyFromObject(lease), stop, stopped)
-		DeferCleanup(func() {
-			select {
-			case <-stop:
-			default:
-				close(stop)
-			}
-		})
+		_, stopRenewing := renewedLease(ctx, keepNS, fleetq.ManagerLeaseName(keepOrigin))
 		flavor := syncedFlavor("l4-keep-running", lab.L4)
 		flavor.Labels[fleetq.OriginLabel] = keepOrigin
 		Expect(k8s.Create(ctx, flavor)).To(Succeed())
@@ -407,8 +361,7 @@ health: {bindAddress: "0"}
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 
 		By("the manager stops renewing its lease: fenced, and the copy runs on")
-		close(stop)
-		<-stopped
+		stopRenewing()
 		Eventually(func(g Gomega) { g.Expect(report(g).Fenced).To(BeTrue()) }).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			running(g)
@@ -431,28 +384,15 @@ health: {bindAddress: "0"}
 			binNS      = "fleetq-binary"
 			binCluster = "us-east-bin"
 		)
-		dir := GinkgoT().TempDir()
-		bin, err := framework.BuildBinary(ctx, "./cmd/fleetq-agent", dir)
-		Expect(err).NotTo(HaveOccurred())
 		metricsPort, err := freePort()
 		Expect(err).NotTo(HaveOccurred())
 		probePort, err := freePort()
 		Expect(err).NotTo(HaveOccurred())
-		cfgFile := filepath.Join(dir, "agent.yaml")
-		Expect(os.WriteFile(cfgFile, []byte(fmt.Sprintf(`apiVersion: config.fleetq.dev/v1alpha1
-kind: AgentConfiguration
-namespace: %s
+		comp := startAgentBinary(ctx, "fleetq-agent-binary", binCluster, fmt.Sprintf(`namespace: %s
 origin: %s
 metrics: {bindAddress: "127.0.0.1:%d"}
 health: {bindAddress: "127.0.0.1:%d"}
-`, binNS, binOrigin, metricsPort, probePort)), 0o600)).To(Succeed())
-		ensureNamespace(ctx, binNS)
-		comp, err := env.Start(ctx, framework.ComponentSpec{
-			Name: "fleetq-agent-binary", Cluster: worker, Binary: bin,
-			Args: []string{"--config", cfgFile, "--cluster-name", binCluster, "-v", "1"},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx SpecContext) { Expect(comp.Stop(ctx)).To(Succeed()) })
+`, binNS, binOrigin, metricsPort, probePort))
 
 		By("its report names its cluster and, with no flavor of its origin yet, matches no node")
 		Eventually(func(g Gomega) {
@@ -497,6 +437,27 @@ health: {bindAddress: "127.0.0.1:%d"}
 	}, SpecTimeout(waitLong+time.Minute))
 })
 
+// startAgentBinary builds fleetq-agent and runs it on the worker, until the spec ends, with an
+// AgentConfiguration of these fields (its namespace is created first).
+func startAgentBinary(ctx SpecContext, name, cluster, fields string) *framework.Component {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	bin, err := framework.BuildBinary(ctx, "./cmd/fleetq-agent", dir)
+	Expect(err).NotTo(HaveOccurred())
+	cfg := &config.AgentConfiguration{}
+	Expect(yaml.Unmarshal([]byte(fields), cfg)).To(Succeed())
+	ensureNamespace(ctx, cfg.Namespace)
+	cfgFile := filepath.Join(dir, "agent.yaml")
+	Expect(os.WriteFile(cfgFile, []byte("apiVersion: config.fleetq.dev/v1alpha1\nkind: AgentConfiguration\n"+fields), 0o600)).To(Succeed())
+	comp, err := env.Start(ctx, framework.ComponentSpec{
+		Name: name, Cluster: worker, Binary: bin,
+		Args: []string{"--config", cfgFile, "--cluster-name", cluster, "-v", "1"},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) { Expect(comp.Stop(ctx)).To(Succeed()) })
+	return comp
+}
+
 // httpGet returns the body of a 200 response.
 func httpGet(ctx context.Context, g Gomega, url string) string {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -508,6 +469,25 @@ func httpGet(ctx context.Context, g Gomega, url string) string {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s: %s", url, body)
 	return string(body)
+}
+
+// renewedLease creates a manager's Lease (6 s) and renews it as the manager would, until the
+// returned function (or the spec's end) stops that.
+func renewedLease(ctx SpecContext, namespace, name string) (*coordinationv1.Lease, func()) {
+	GinkgoHelper()
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("fleetq-manager-test"), LeaseDurationSeconds: ptr.To[int32](6), RenewTime: ptr.To(metav1.NowMicro()),
+		},
+	}
+	Expect(k8s.Create(ctx, lease)).To(Succeed())
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go renewLease(ctx, client.ObjectKeyFromObject(lease), stop, stopped)
+	var once sync.Once
+	stopRenewing := func() { once.Do(func() { close(stop); <-stopped }) }
+	DeferCleanup(stopRenewing)
+	return lease, stopRenewing
 }
 
 // renewLease plays the manager renewing its lease every half second, until stop is closed.
