@@ -84,7 +84,7 @@ func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
 		return
 	}
 	r := &report{revision: cr.Status.Revision, updated: cr.Status.UpdateTime.Time, fenced: cr.Status.Fenced, flavors: map[string]bool{}, kinds: cr.Status.Kinds,
-		keepRunning: cr.Status.FencingPolicy == "KeepRunning"}
+		keepRunning: cr.Status.FencingPolicy == fleetq.FencingPolicyKeepRunning}
 	if len(r.kinds) == 0 {
 		r.kinds = []string{BatchJob} // agents that do not say ran batch/v1 Jobs only
 	}
@@ -184,11 +184,11 @@ type Candidate struct {
 	// Usable is false when the worker is not connected; Why says why.
 	Usable bool
 	Why    string
-	// AwaitReport is set for a worker that connected moments ago (or is connecting for the
-	// first time, when not Usable): while its capacity report has
-	// not been read, or still says its agent is fenced, placement waits for it rather than pass
-	// it over for the next in preference order (after a manager restart every pending job would
-	// otherwise go to whichever worker's report came, or unfenced, first).
+	// AwaitReport is set for a worker that connected moments ago (or, when not Usable, is
+	// connecting for the first time): while its capacity report has not been read, or still
+	// says its agent is fenced, placement waits for it rather than pass it over for the next in
+	// preference order (after a manager restart every pending job would otherwise go to
+	// whichever worker's report came, or unfenced, first).
 	AwaitReport bool
 }
 

@@ -182,3 +182,7 @@ type CapacityReportList struct {
 func init() {
 	SchemeBuilder.Register(&CapacityReport{}, &CapacityReportList{})
 }
+
+// FencingPolicyKeepRunning is the status.fencingPolicy of an agent that leaves running copies
+// alone while fenced.
+const FencingPolicyKeepRunning = "KeepRunning"
