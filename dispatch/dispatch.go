@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -106,6 +107,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 	}
 	d.gc = &gc.Collector{Client: mgr.GetClient(), Registry: d.Registry, Integrations: opts.Integrations, Log: opts.Log.WithName("gc"), Origin: mc.Origin, Interval: mc.GCInterval.Duration}
 	host, _ := os.Hostname()
+	managerID := ""
+	ks := &corev1.Namespace{}
+	if err := mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ks); err != nil {
+		opts.Log.Info("Cannot identify this management cluster (namespace kube-system): a second manager with the same origin on a worker goes undetected", "error", err.Error())
+	} else {
+		managerID = string(ks.UID)
+	}
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		d.copies, d.mkc, &checks.Controller{Client: mgr.GetClient(), Index: d.Checks}, &flavorWatch{d: d},
 	} {
@@ -119,7 +127,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Dispatcher, er
 	}{
 		d.Registry, d.flavors,
 		&lease.Renewer{Registry: d.Registry, Clock: opts.Clock, Log: opts.Log.WithName("lease"), Namespace: mc.AgentNamespace,
-			Origin: mc.Origin, Identity: host, Interval: mc.LeaseRenewInterval.Duration, Duration: mc.FenceTimeout.Duration},
+			Origin: mc.Origin, ManagerID: managerID, Identity: host, Interval: mc.LeaseRenewInterval.Duration, Duration: mc.FenceTimeout.Duration},
 		d.gc,
 	} {
 		if err := mgr.Add(r); err != nil {

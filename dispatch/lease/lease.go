@@ -6,7 +6,9 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/dispatch/registry"
+	"github.com/fleetq/fleetq/manager/metrics"
 )
 
 // Renewer renews the manager's Lease in every connected worker.
@@ -31,6 +34,10 @@ type Renewer struct {
 	// Namespace is where the agents run (and watch the Lease).
 	Namespace string
 	Origin    string
+	// ManagerID names this manager's management cluster (its kube-system namespace's UID): the
+	// Lease's holder is "<ManagerID>/<Identity>", so replicas of one manager take over from each
+	// other while a manager of another management cluster with the same origin is refused.
+	ManagerID string
 	Identity  string
 	// Interval between renewals; Duration is the lease duration (fenceTimeout).
 	Interval, Duration time.Duration
@@ -62,12 +69,37 @@ func (r *Renewer) RenewAll(ctx context.Context) {
 			continue
 		}
 		wg.Go(func() {
-			if err := r.renew(ctx, w); err != nil {
+			err := r.renew(ctx, w)
+			switch {
+			case errors.Is(err, errForeignHolder):
+				metrics.LeaseRenewFailed(name, metrics.LeaseForeignHolder)
+				r.Log.Info("Lease not renewed: another manager speaks for this origin there", "cluster", name, "error", err.Error())
+			case err != nil:
+				metrics.LeaseRenewFailed(name, metrics.LeaseError)
 				r.Log.V(1).Info("Lease not renewed", "cluster", name, "error", err.Error())
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// errForeignHolder marks a Lease another management cluster's manager renews.
+var errForeignHolder = errors.New("held by another management cluster's manager")
+
+// holder is the Lease holder identity of this replica.
+func (r *Renewer) holder() string { return r.ManagerID + "/" + r.Identity }
+
+// foreign reports whether a Lease is held, and renewed within its duration, by a manager of
+// another management cluster; a stale one (that manager is gone) may be taken over.
+func (r *Renewer) foreign(l *coordinationv1.Lease) bool {
+	h := ptr.Deref(l.Spec.HolderIdentity, "")
+	if h == "" || r.ManagerID == "" || strings.HasPrefix(h, r.ManagerID+"/") || !strings.Contains(h, "/") {
+		return false // ours, or written before holders named their cluster
+	}
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	return r.Clock.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 }
 
 func (r *Renewer) renew(ctx context.Context, w *registry.Worker) error {
@@ -79,7 +111,7 @@ func (r *Renewer) renew(ctx context.Context, w *registry.Worker) error {
 		l = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{kueue.MultiKueueOriginLabel: r.Origin}},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(r.Identity),
+				HolderIdentity:       ptr.To(r.holder()),
 				LeaseDurationSeconds: ptr.To(int32(r.Duration / time.Second)),
 				AcquireTime:          &now,
 				RenewTime:            &now,
@@ -93,7 +125,11 @@ func (r *Renewer) renew(ctx context.Context, w *registry.Worker) error {
 	if err != nil {
 		return err
 	}
-	l.Spec.HolderIdentity = ptr.To(r.Identity)
+	if r.foreign(l) {
+		return fmt.Errorf("lease %s in worker %s is %w (%s) with the same origin %q: its agent would run both managers' copies; give each manager its own multiCluster.origin",
+			key, w.Name, errForeignHolder, ptr.Deref(l.Spec.HolderIdentity, ""), r.Origin)
+	}
+	l.Spec.HolderIdentity = ptr.To(r.holder())
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.Duration / time.Second))
 	l.Spec.RenewTime = &now
 	if err := w.Client.Update(ctx, l); err != nil {

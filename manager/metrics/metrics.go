@@ -146,7 +146,20 @@ var (
 		Name: "fleetq_workers_lost_total",
 		Help: "Outages of a worker cluster that lasted longer than workerLostTimeout (its workloads were placed elsewhere).",
 	}, []string{"cluster"})
+	leaseFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fleetq_lease_renew_failures_total",
+		Help: "Fencing Lease renewals in a worker that failed: reason error (the worker's API server) or foreign_holder (another management cluster's manager with the same origin holds it).",
+	}, []string{"cluster", "reason"})
 )
+
+// Reasons of fleetq_lease_renew_failures_total.
+const (
+	LeaseError         = "error"
+	LeaseForeignHolder = "foreign_holder"
+)
+
+// LeaseRenewFailed counts a fencing Lease renewal that failed in a worker.
+func LeaseRenewFailed(cluster, reason string) { leaseFailures.WithLabelValues(cluster, reason).Inc() }
 
 // Collectors lists every metric of the package, for tests that register them elsewhere.
 func Collectors() []prometheus.Collector {
@@ -154,7 +167,7 @@ func Collectors() []prometheus.Collector {
 		pendingWorkloads, reservingActive, admittedActive, clusterQueueStatus,
 		resourceUsage, resourceReservation, nominalQuota, borrowingLimit, lendingLimit,
 		admissionAttempts, quotaReservedTotal, quotaReservedWait, admittedTotal, admissionWait, evictedTotal,
-		dispatchLatency, dispatchRejections, workerActive, workerFree, workerAllocatable, workersLost,
+		dispatchLatency, dispatchRejections, workerActive, workerFree, workerAllocatable, workersLost, leaseFailures,
 	}
 }
 
