@@ -95,9 +95,9 @@ type Reconciler struct {
 	pendingSince map[string]time.Time
 	lastMirror   map[string]time.Time
 	// namespaces remembers the namespaces seen to exist in workers ("cluster/namespace"), with
-	// the Pod Security labels they were last seen to carry, so a reconcile does not ask the
-	// worker's API server again (namespaces are not cached); a copy refused with NotFound
-	// forgets its namespace.
+	// the resourceVersion of the management namespace whose Pod Security labels they were
+	// brought in line with, so a reconcile does not ask the worker's API server again
+	// (namespaces are not cached); a copy refused with NotFound forgets its namespace.
 	namespaces map[string]string
 	// unregistered remembers since when a worker that workloads are placed on is unregistered.
 	unregistered map[string]time.Time

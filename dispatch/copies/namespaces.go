@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,32 +48,25 @@ func withPodSecurity(labels, want map[string]string) (map[string]string, bool) {
 	return out, true
 }
 
-// fingerprint is a stable rendering of labels, to tell whether a remembered namespace is current.
-func fingerprint(labels map[string]string) string {
-	keys := slices.Sorted(maps.Keys(labels))
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s;", k, labels[k])
-	}
-	return b.String()
-}
-
 // ensureNamespace makes sure a copy's namespace exists in the worker with the management
 // namespace's Pod Security labels: created with them when missing, brought in line when fleetq
 // created it. A namespace the worker's admin created is theirs, labels included.
+// It runs on every reconcile of a dispatched workload: while the management namespace is
+// unchanged since the worker's was last brought in line (same resourceVersion), it costs one
+// read from the cache, not copied.
 func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, name string) error {
 	mgmtNS := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, mgmtNS); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, mgmtNS, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("reading namespace %s on the management cluster: %w", name, err)
 	}
-	want := podSecurityLabels(mgmtNS.Labels)
-	key, fp := w.Name+"/"+name, fingerprint(want)
+	key, version := w.Name+"/"+name, mgmtNS.ResourceVersion
 	r.mu.Lock()
 	seen, known := r.namespaces[key]
 	r.mu.Unlock()
-	if known && seen == fp {
+	if known && seen == version {
 		return nil
 	}
+	want := podSecurityLabels(mgmtNS.Labels)
 	ns := &corev1.Namespace{}
 	err := w.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
 	switch {
@@ -103,7 +95,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, w *registry.Worker, na
 		}
 	}
 	r.mu.Lock()
-	r.namespaces[key] = fp
+	r.namespaces[key] = version
 	r.mu.Unlock()
 	return nil
 }
