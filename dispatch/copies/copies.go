@@ -174,10 +174,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	w, h := r.Registry.Get(cluster)
 	if w == nil || !h.Active {
-		if !r.Registry.Registered(cluster) {
+		if since, unregistered := r.unregisteredSince(cluster); unregistered {
 			// Its MultiKueueCluster (or Cluster API Cluster) is gone: the admin took the worker out.
-			if r.lost(cluster, h) {
-				metrics.WorkerLost(cluster, r.Clock.Now().Add(-r.unregisteredFor(cluster)))
+			if r.Clock.Since(since) >= r.WorkerLostTimeout {
+				metrics.WorkerLost(cluster, since)
 				return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s lost: no longer registered (its MultiKueueCluster was deleted) for longer than workerLostTimeout (%s)", cluster, r.WorkerLostTimeout))
 			}
 			return reconcile.Result{RequeueAfter: time.Second}, r.setCheck(ctx, wl, check, kueue.CheckStatePending,
@@ -247,8 +247,8 @@ func (r *Reconciler) unreachableFor(h registry.Health) time.Duration {
 // is gone for good), whatever the policy. At most once, a worker that is merely unreachable keeps
 // its workloads until it answers and their copies are confirmed gone.
 func (r *Reconciler) lost(cluster string, h registry.Health) bool {
-	if !r.Registry.Registered(cluster) {
-		return r.unregisteredFor(cluster) >= r.WorkerLostTimeout
+	if since, unregistered := r.unregisteredSince(cluster); unregistered {
+		return r.Clock.Since(since) >= r.WorkerLostTimeout
 	}
 	if r.unreachableFor(h) < r.WorkerLostTimeout {
 		return false
@@ -257,23 +257,24 @@ func (r *Reconciler) lost(cluster string, h registry.Health) bool {
 	return r.LostWorkerPolicy == config.AtLeastOnce && !r.Book.KeepsRunningWhenFenced(cluster)
 }
 
-// unregisteredFor is how long this reconciler has seen a worker unregistered (0 while it is
-// registered). Counted from the first time it looked, not from the deletion: right after the
-// manager starts, workers are not registered yet, and their workloads must not count as lost.
-func (r *Reconciler) unregisteredFor(cluster string) time.Duration {
+// unregisteredSince says whether a worker is unregistered and since when this reconciler has
+// seen it so: counted from the first time it looked, not from the deletion (right after the
+// manager starts workers are not registered yet, and their workloads must not count as lost),
+// and the same time for every workload of the worker, so the outage is counted once.
+func (r *Reconciler) unregisteredSince(cluster string) (time.Time, bool) {
 	registered := r.Registry.Registered(cluster)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if registered {
 		delete(r.unregistered, cluster)
-		return 0
+		return time.Time{}, false
 	}
 	since, ok := r.unregistered[cluster]
 	if !ok {
 		since = r.Clock.Now()
 		r.unregistered[cluster] = since
 	}
-	return r.Clock.Since(since)
+	return since, true
 }
 
 func (r *Reconciler) forget(key string) {
@@ -305,7 +306,7 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 		// back, and the requeue covers pods (not watched).
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
-	if err := r.releaseFinalizer(ctx, wl); err != nil {
+	if err := r.holdCopies(ctx, wl, false); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.forget(key)
@@ -410,23 +411,19 @@ func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, 
 	return len(pods.Items) == 0, nil
 }
 
-// holdCopies puts the finalizer that keeps a workload (and its quota) while copies may exist.
-func (r *Reconciler) holdCopies(ctx context.Context, wl *kueue.Workload) error {
-	if controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer) {
+// holdCopies puts (hold) or removes the finalizer that keeps a workload, and its quota, while
+// copies of it may exist: put before the first copy is created, removed once they are
+// confirmed gone.
+func (r *Reconciler) holdCopies(ctx context.Context, wl *kueue.Workload, hold bool) error {
+	if controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer) == hold {
 		return nil
 	}
 	orig := wl.DeepCopy()
-	controllerutil.AddFinalizer(wl, fleetq.CopiesFinalizer)
-	return r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-}
-
-// releaseFinalizer lets a workload whose copies are confirmed gone go.
-func (r *Reconciler) releaseFinalizer(ctx context.Context, wl *kueue.Workload) error {
-	if !controllerutil.ContainsFinalizer(wl, fleetq.CopiesFinalizer) {
-		return nil
+	if hold {
+		controllerutil.AddFinalizer(wl, fleetq.CopiesFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(wl, fleetq.CopiesFinalizer)
 	}
-	orig := wl.DeepCopy()
-	controllerutil.RemoveFinalizer(wl, fleetq.CopiesFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
@@ -561,7 +558,7 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 	if !w.Serves(j.a.GVK()) {
 		return nil, fmt.Errorf("%w: it does not serve %s (install its CRD and operator there)", errNotServed, j.a.GVK().GroupKind())
 	}
-	if err := r.holdCopies(ctx, wl); err != nil {
+	if err := r.holdCopies(ctx, wl, true); err != nil {
 		return nil, err
 	}
 	if err := r.ensureNamespace(ctx, w, wl.Namespace); err != nil {
@@ -814,12 +811,17 @@ func (r *Reconciler) copyFailed(ctx context.Context, wl *kueue.Workload, check k
 // serverError reports whether the worker's API server answered with a server error (5xx other
 // than a timeout, which may mean the copy was created after all and is retried as such).
 func serverError(err error) bool {
+	code, ok := statusCode(err)
+	return ok && code >= 500 && code != 504
+}
+
+// statusCode is the HTTP code of the worker API server's answer in err, if err is one.
+func statusCode(err error) (int32, bool) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
-		return false
+		return 0, false
 	}
-	code := st.Status().Code
-	return code >= 500 && code != 504
+	return st.Status().Code, true
 }
 
 // waited is how long the workload's copy has been waiting in its worker, counted from the
@@ -849,12 +851,8 @@ func refusal(err error) bool {
 	if errors.Is(err, errForeign) || errors.Is(err, errNotServed) {
 		return true
 	}
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return false
-	}
-	code := st.Status().Code
-	return code >= 400 && code < 500 && code != 409 && code != 429
+	code, ok := statusCode(err)
+	return ok && code >= 400 && code < 500 && code != 409 && code != 429
 }
 
 // untouched re-reads a copy from its worker's API server, past the cache, to be sure its agent
