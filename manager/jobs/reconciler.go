@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -204,17 +203,22 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, obj client.Object, st i
 			}
 			// The job was edited while it waited (its queue-name label fixed, its size or
 			// managedBy changed): the workload follows it, in one write.
-			orig := wl.DeepCopy()
-			if managedBy, ok := wl.Annotations[fleetq.JobManagedByAnnotation]; ok && managedBy != r.Adapter.ManagedBy(obj) {
-				wl.Annotations[fleetq.JobManagedByAnnotation] = r.Adapter.ManagedBy(obj)
-			}
-			if q := kueue.LocalQueueName(obj.GetLabels()[kueue.QueueNameLabel]); q != "" && q != wl.Spec.QueueName {
-				wl.Spec.QueueName = q
-			}
-			if !integration.PodSetsEqual(wl.Spec.PodSets, podSets) {
-				wl.Spec.PodSets = podSets
-			}
-			if !equality.Semantic.DeepEqual(orig, wl) {
+			managedBy, recorded := wl.Annotations[fleetq.JobManagedByAnnotation]
+			managedByChanged := recorded && managedBy != r.Adapter.ManagedBy(obj)
+			q := kueue.LocalQueueName(obj.GetLabels()[kueue.QueueNameLabel])
+			moved := q != "" && q != wl.Spec.QueueName
+			resized := !integration.PodSetsEqual(wl.Spec.PodSets, podSets)
+			if managedByChanged || moved || resized {
+				orig := wl.DeepCopy()
+				if managedByChanged {
+					wl.Annotations[fleetq.JobManagedByAnnotation] = r.Adapter.ManagedBy(obj)
+				}
+				if moved {
+					wl.Spec.QueueName = q
+				}
+				if resized {
+					wl.Spec.PodSets = podSets
+				}
 				if err := r.Client.Patch(ctx, wl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 					return nil, fmt.Errorf("updating workload %s/%s of %s %s: %w", wl.Namespace, wl.Name, r.Adapter.GVK().Kind, obj.GetName(), err)
 				}
