@@ -289,6 +289,14 @@ func (c *Cache) IsAssumed(key string) bool {
 	return ok && a.assumed
 }
 
+// HasClusterQueue reports whether the cache knows a ClusterQueue (without building a snapshot).
+func (c *Cache) HasClusterQueue(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.cqs[name]
+	return ok
+}
+
 // HoldsQuota reports whether the workload holds (or is assumed to hold) quota.
 func (c *Cache) HoldsQuota(key string) bool {
 	c.mu.Lock()

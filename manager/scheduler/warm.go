@@ -23,7 +23,7 @@ func unaccounted(c *cache.Cache, cqs []kueue.ClusterQueue, wls []kueue.Workload)
 	known := map[string]bool{}
 	for i := range cqs {
 		name := cqs[i].Name
-		if _, _, ok := c.ClusterQueueStatus(name); ok {
+		if c.HasClusterQueue(name) {
 			known[name] = true
 		} else {
 			out = append(out, "clusterqueue "+name)
