@@ -212,14 +212,15 @@ func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames [
 		return "", true, ""
 	}
 	req := placement.Request{Key: w.Key, Framework: d.framework(w.Key), PodSets: w.PodSets, Admission: a, Now: d.clock.Now()}
+	justStarted := d.clock.Since(d.Registry.Started()) < reportGrace
 	for _, n := range names {
 		wk, h := d.Registry.Get(n)
 		c := placement.Candidate{Cluster: n, Usable: wk != nil && h.Active}
+		registered := c.Usable || d.Registry.Registered(n)
 		switch {
 		case c.Usable:
 			c.AwaitReport = d.clock.Since(h.Since) < reportGrace
-		case h.Since.IsZero() && d.Registry.Registered(n),
-			!d.Registry.Registered(n) && d.clock.Since(d.Registry.Started()) < reportGrace:
+		case registered && h.Since.IsZero(), !registered && justStarted:
 			// Its first connection still being made, or its MultiKueueCluster not read yet: the
 			// manager just started.
 			c.Why, c.AwaitReport = "connecting", true

@@ -233,13 +233,17 @@ func (b *Book) Place(req Request) (Decision, bool) {
 	var clauses []string
 	chosen := ""
 	var chosenFit nodefit.Result
+	// waitFor ends the search at a worker placement waits for (AwaitReport), saying why.
+	waitFor := func(cluster, why string) (Decision, bool) {
+		clauses = append(clauses, cluster+": "+why)
+		return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+	}
 	for _, c := range req.Candidates {
 		if chosen != "" {
 			break
 		}
 		if !c.Usable && c.AwaitReport {
-			clauses = append(clauses, fmt.Sprintf("%s: %s; waiting for it before trying the next worker", c.Cluster, c.Why))
-			return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+			return waitFor(c.Cluster, c.Why+"; waiting for it before trying the next worker")
 		}
 		if !c.Usable {
 			clauses = append(clauses, fmt.Sprintf("%s: %s", c.Cluster, c.Why))
@@ -247,8 +251,7 @@ func (b *Book) Place(req Request) (Decision, bool) {
 		}
 		r, ok := b.reports[c.Cluster]
 		if !ok && c.AwaitReport {
-			clauses = append(clauses, fmt.Sprintf("%s: connected, its capacity report not read yet; waiting for it before trying the next worker", c.Cluster))
-			return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+			return waitFor(c.Cluster, "connected, its capacity report not read yet; waiting for it before trying the next worker")
 		}
 		if !ok {
 			clauses = append(clauses, fmt.Sprintf("%s: no capacity report yet (is fleetq-agent running there?)", c.Cluster))
@@ -257,8 +260,7 @@ func (b *Book) Place(req Request) (Decision, bool) {
 		if r.fenced && c.AwaitReport {
 			// Most likely fenced while this manager restarted: it unfences once it sees the
 			// manager's lease renewed, seconds from now.
-			clauses = append(clauses, fmt.Sprintf("%s: connected, its agent still fenced from before; waiting for it to see this manager's lease", c.Cluster))
-			return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+			return waitFor(c.Cluster, "connected, its agent still fenced from before; waiting for it to see this manager's lease")
 		}
 		if r.fenced {
 			clauses = append(clauses, fmt.Sprintf("%s: agent fenced (lost contact with this manager)", c.Cluster))
