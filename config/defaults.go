@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 )
 
 // Defaults, documented in one place so the README and the chart can quote them.
@@ -25,9 +27,10 @@ const (
 	AtMostOnce  = "AtMostOnce"
 	AtLeastOnce = "AtLeastOnce"
 
-	// FenceSuspend and FenceKeepRunning are the values of the agent's fencingPolicy.
-	FenceSuspend     = "Suspend"
-	FenceKeepRunning = "KeepRunning"
+	// FenceSuspend and FenceKeepRunning are the values of the agent's fencingPolicy, which it
+	// reports as its CapacityReport's status.fencingPolicy.
+	FenceSuspend     = fleetq.FencingPolicySuspend
+	FenceKeepRunning = fleetq.FencingPolicyKeepRunning
 )
 
 // Default durations.

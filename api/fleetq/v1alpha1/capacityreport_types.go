@@ -183,6 +183,9 @@ func init() {
 	SchemeBuilder.Register(&CapacityReport{}, &CapacityReportList{})
 }
 
-// FencingPolicyKeepRunning is the status.fencingPolicy of an agent that leaves running copies
-// alone while fenced.
-const FencingPolicyKeepRunning = "KeepRunning"
+// The values of status.fencingPolicy, and of the agent configuration's fencingPolicy: an agent
+// that suspends its running copies while fenced, or leaves them alone.
+const (
+	FencingPolicySuspend     = "Suspend"
+	FencingPolicyKeepRunning = "KeepRunning"
+)
