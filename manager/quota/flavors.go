@@ -9,8 +9,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -30,13 +32,18 @@ type FlavorReconciler struct {
 // SetupWithManager registers the controller.
 func (r *FlavorReconciler) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.ControllerManagedBy(mgr).Named("resourceflavors").For(&kueue.ResourceFlavor{}).
-		// A Terminating flavor goes when the last ClusterQueue naming it does (or stops naming it).
+		// A Terminating flavor goes when the last ClusterQueue naming it does (or stops naming it):
+		// only a queue's deletion or spec change can free a flavor, not its frequent status writes.
 		Watches(&kueue.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, f := range flavorsOf(o.(*kueue.ClusterQueue)) {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: f}})
 			}
 			return out
+		}), ctrl.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() },
+			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		Complete(r)
 }
@@ -56,7 +63,7 @@ func flavorsOf(cq *kueue.ClusterQueue) []string {
 // deleted queue by the time its event arrives, unlike the cache, which may not have yet).
 func (r *FlavorReconciler) namedBy(ctx context.Context, flavor string) ([]string, error) {
 	cqs := &kueue.ClusterQueueList{}
-	if err := r.Client.List(ctx, cqs); err != nil {
+	if err := r.Client.List(ctx, cqs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []string
