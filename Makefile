@@ -23,10 +23,12 @@ help: ## Show the targets.
 build: ## Build fleetq's binaries into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-tools: ## Build the pinned control-plane tools (etcd, kube-*, kwok) into bin/; skips what is current.
+tools: ## Build the pinned lab tools (etcd, kube-*, kwok, training-operator, ray-operator) into bin/; skips what is current.
 	hack/tools/build.sh etcd
 	hack/tools/build.sh kube
 	hack/tools/build.sh kwok
+	hack/tools/build.sh kubeflow
+	hack/tools/build.sh kuberay
 
 kueue: ## Build Kueue v0.17.0 into bin/ for the side-by-side benchmark (~7 min cold; `make test` does not need it).
 	hack/tools/build.sh kueue
