@@ -63,8 +63,8 @@ const (
 	// the real node is left alone.
 	FakeNodeAnnotation = "kwok.x-k8s.io/node"
 	// RunTimeAnnotation on a pod sets how long it runs on a fake node before it succeeds (a Go
-	// duration such as "30s"); without it a Job's pod runs Spec.PodRunTime. Only pods owned by a Job
-	// complete; other pods run until deleted.
+	// duration such as "30s"); without it a pod of a Job or a training job runs Spec.PodRunTime and
+	// other pods run until deleted (kwok.CompletingOwners).
 	RunTimeAnnotation = kwok.RunTimeAnnotation
 )
 
@@ -93,6 +93,8 @@ type ClusterSpec struct {
 	APIServerPort int `json:"apiServerPort,omitempty"`
 	// NodePools are the fake nodes registered in the cluster.
 	NodePools []NodePool `json:"nodePools,omitempty"`
+	// Operators are the job operators the cluster runs (local provider only).
+	Operators []Operator `json:"operators,omitempty"`
 }
 
 // NodePool is a group of identical fake nodes.
@@ -296,6 +298,7 @@ func (c *ClusterSpec) validate(path *field.Path, names map[string]bool, ports ma
 		}
 		ports[p] = c.Name
 	}
+	errs = append(errs, c.validateOperators(path)...)
 	pools := map[string]bool{}
 	nodes := map[string]string{}
 	for i, p := range c.NodePools {

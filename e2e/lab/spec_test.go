@@ -137,6 +137,12 @@ func TestValidate(t *testing.T) {
 			})}},
 			want: []string{"management.nodePools[0].capacity[pods]: Required", "management.nodePools[0].allocatable[nvidia.com/gpu]"},
 		},
+		"operators: unknown, twice, without pods": {
+			spec: Spec{Management: ClusterSpec{Name: "m", Operators: []Operator{OperatorRay, "volcano", OperatorRay}},
+				Workers: []ClusterSpec{{Name: "w", Mode: ModeAPIServer, Operators: []Operator{OperatorKubeflow}}}},
+			want: []string{`management.operators[1]: Unsupported value: "volcano"`, `management.operators[2]: Duplicate value: "ray"`,
+				`workers[0].operators[0]: Invalid value: "kubeflow": an operator needs pods: set the cluster's mode to full`},
+		},
 		"node names collide across pools": {
 			spec: Spec{Management: ClusterSpec{Name: "m", NodePools: []NodePool{
 				{Name: "a", NamePrefix: "n-", Count: 1, Capacity: resources("1", "1Gi", "1", 0)},
@@ -247,5 +253,29 @@ func TestNodes(t *testing.T) {
 	nodes[0].Status.Allocatable[GPUResource] = resource.MustParse("1")
 	if gpus := nodes[1].Status.Allocatable[GPUResource]; gpus.Value() != 8 {
 		t.Errorf("nodes share their allocatable map")
+	}
+}
+
+func TestParseOperators(t *testing.T) {
+	got, err := ParseOperators(" ray, kubeflow,ray,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Operator{OperatorRay, OperatorKubeflow}, got); diff != "" {
+		t.Errorf("operators (-want +got):\n%s", diff)
+	}
+	if got, err := ParseOperators(""); err != nil || len(got) != 0 {
+		t.Errorf(`ParseOperators("") = %v, %v; want none`, got, err)
+	}
+	_, err = ParseOperators("kubeflow,mpi")
+	if err == nil || !strings.Contains(err.Error(), `unknown operator "mpi": the lab runs kubeflow, ray`) {
+		t.Errorf("error %v; want it to name the unknown operator and the known ones", err)
+	}
+	spec := DefaultSpec(2)
+	spec.WithOperators(OperatorRay)
+	for _, c := range spec.Clusters() {
+		if diff := cmp.Diff([]Operator{OperatorRay}, c.Operators); diff != "" {
+			t.Errorf("cluster %s operators (-want +got):\n%s", c.Name, diff)
+		}
 	}
 }

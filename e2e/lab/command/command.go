@@ -70,6 +70,7 @@ type upFlags struct {
 	basePort   int
 	specFile   string
 	podRunTime time.Duration
+	operators  string
 	binDir     string
 	owned      bool
 }
@@ -81,6 +82,7 @@ func upCommand(dir *string) *cobra.Command {
 		Short: "Start the lab (does nothing if it already runs)",
 		Example: `  fleetq-lab up                      # management + us-east (A100) + eu-west (L4)
   fleetq-lab up --workers 1 --mode apiserver
+  fleetq-lab up --operators kubeflow,ray    # training-operator and ray-operator in every cluster
   export KUBECONFIG=$(fleetq-lab kubeconfig management)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -92,8 +94,9 @@ func upCommand(dir *string) *cobra.Command {
 	fs.StringVar(&f.mode, "mode", string(lab.ModeFull), "full (pods run on fake nodes) or apiserver (etcd and API server only)")
 	fs.StringVar(&f.provider, "provider", local.ProviderName, "local (processes) or kind (needs Docker with registry access)")
 	fs.IntVar(&f.basePort, "base-port", 0, "API server ports: management gets this one, workers the next ones; 0 picks free ports")
-	fs.StringVar(&f.specFile, "spec", "", "lab spec file (YAML); replaces --workers, --mode, --pod-run-time and --base-port")
+	fs.StringVar(&f.specFile, "spec", "", "lab spec file (YAML); replaces --workers, --mode, --pod-run-time, --operators and --base-port")
 	fs.DurationVar(&f.podRunTime, "pod-run-time", 5*time.Second, "how long a Job's pod runs on a fake node (per pod: annotation "+lab.RunTimeAnnotation+")")
+	fs.StringVar(&f.operators, "operators", "", "job operators every cluster runs, comma-separated: kubeflow (training-operator), ray (ray-operator)")
 	fs.StringVar(&f.binDir, "bin-dir", "", "directory of etcd, kube-* and kwok (default $FLEETQ_BIN_DIR, <repo>/bin, or next to fleetq-lab)")
 	// Tests that run the command in-process tie the lab to themselves.
 	fs.BoolVar(&f.owned, "owned", false, "stop the lab's processes when this command exits")
@@ -137,6 +140,11 @@ func upSpec(f upFlags) (lab.Spec, error) {
 	spec := lab.DefaultSpec(f.workers)
 	spec.Mode = lab.Mode(f.mode)
 	spec.PodRunTime.Duration = f.podRunTime
+	ops, err := lab.ParseOperators(f.operators)
+	if err != nil {
+		return lab.Spec{}, fmt.Errorf("--operators: %w", err)
+	}
+	spec.WithOperators(ops...)
 	if f.basePort != 0 {
 		if f.basePort < 1024 || f.basePort+f.workers > 65535 {
 			return lab.Spec{}, fmt.Errorf("--base-port %d: ports %d-%d must lie in 1024-65535", f.basePort, f.basePort, f.basePort+f.workers)

@@ -25,6 +25,8 @@ func TestCommandErrors(t *testing.T) {
 		"negative workers":      {args: []string{"up", "--workers", "-1"}, want: "--workers -1: must not be negative"},
 		"unknown mode":          {args: []string{"up", "--mode", "fast"}, want: `mode: Unsupported value: "fast"`},
 		"base port too low":     {args: []string{"up", "--base-port", "80"}, want: "--base-port 80"},
+		"unknown operator":      {args: []string{"up", "--operators", "kubeflow,volcano"}, want: `--operators: unknown operator "volcano"`},
+		"operators, no pods":    {args: []string{"up", "--operators", "ray", "--mode", "apiserver"}, want: "an operator needs pods"},
 		"unknown provider":      {args: []string{"up", "--provider", "vagrant"}, want: `unknown lab provider "vagrant"`},
 		"missing spec file":     {args: []string{"up", "--spec", filepath.Join(dir, "nope.yaml")}, want: "nope.yaml"},
 		"status without a lab":  {args: []string{"status"}, want: "no lab in " + dir + ": start one with 'fleetq-lab up'"},

@@ -32,9 +32,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	crds, err := crd.CustomResourceDefinitions()
 	Expect(err).NotTo(HaveOccurred())
 	started := time.Now()
-	env, err = framework.Setup(ctx, framework.Config{CRDs: crds, Progress: GinkgoWriter})
+	spec := lab.DefaultSpec(2)
+	// The job operators run in us-east only: the other clusters show a lab without them.
+	spec.Workers[0].Operators = lab.Operators
+	env, err = framework.Setup(ctx, framework.Config{Spec: &spec, CRDs: crds, Progress: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
-	AddReportEntry("lab up (3 clusters, full mode, CRDs installed)", time.Since(started).Round(100*time.Millisecond).String())
+	AddReportEntry("lab up (3 clusters, full mode, CRDs installed, operators in us-east)", time.Since(started).Round(100*time.Millisecond).String())
 }, NodeTimeout(10*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {
@@ -68,6 +71,9 @@ var _ = Describe("The local lab", Ordered, func() {
 				NodeSelector: map[string]string{lab.GPUProductLabel: lab.A100}, Tolerations: gpuToleration,
 				RunTime: time.Second,
 			}
+		})
+		OperatorJobsRunToCompletionSpec(func() OperatorInput {
+			return OperatorInput{Cluster: worker("us-east"), Tolerations: gpuToleration}
 		})
 		UnschedulablePodSpec(func() UnschedulableInput {
 			return UnschedulableInput{

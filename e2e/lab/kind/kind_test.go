@@ -173,3 +173,20 @@ func TestNeedsDocker(t *testing.T) {
 	}
 	t.Logf("kind provider without a container engine: %v", err)
 }
+
+func TestRefusesOperators(t *testing.T) {
+	detected := false
+	p := New(Options{DetectRuntime: func() (cluster.ProviderOption, error) {
+		detected = true
+		return nil, errors.New("not reached")
+	}})
+	spec := defaultSpec()
+	spec.WithOperators(lab.OperatorRay)
+	_, err := p.Up(context.Background(), spec, lab.UpOptions{Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `cluster "management": operators [ray]: the kind provider does not run job operators`) {
+		t.Fatalf("Up = %v, want a refusal naming the cluster and its operators", err)
+	}
+	if detected {
+		t.Errorf("the container engine was probed before the spec was refused")
+	}
+}

@@ -96,6 +96,11 @@ func (p *Provider) Up(ctx context.Context, spec lab.Spec, opts lab.UpOptions) (l
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("lab spec: %w", err)
 	}
+	for _, cs := range spec.Clusters() {
+		if len(cs.Operators) > 0 {
+			return nil, fmt.Errorf("cluster %q: operators %v: the kind provider does not run job operators (they are local processes); install them in the kind clusters with their own charts, or use --provider local", cs.Name, cs.Operators)
+		}
+	}
 	kp, err := p.runtime()
 	if err != nil {
 		return nil, err

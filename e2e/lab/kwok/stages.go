@@ -15,12 +15,18 @@ import (
 )
 
 // RunTimeAnnotation on a pod overrides how long it runs before it succeeds (a Go duration, e.g. "90s").
+// A pod that carries it succeeds whatever owns it (a plain pod too).
 const RunTimeAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+// CompletingOwners are the kinds whose pods succeed after the pod run time: batch Jobs and
+// training-operator's jobs (whose pods it owns directly). Other pods (a RayCluster's, a plain
+// pod's) run until deleted, like servers, unless they carry RunTimeAnnotation.
+var CompletingOwners = []string{"Job", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "MPIJob"}
 
 // Options are the knobs of the rendered stages.
 type Options struct {
-	// PodRunTime is how long a Job's pod runs when it has no RunTimeAnnotation. Only pods owned by a
-	// Job complete; other pods run until deleted, like a server would.
+	// PodRunTime is how long a pod of a CompletingOwners kind runs when it has no
+	// RunTimeAnnotation.
 	PodRunTime time.Duration
 	// HeartbeatInterval is how often a Ready node's conditions are refreshed. kwok also renews node
 	// leases on its own, which is what the node lifecycle controller watches. Default: 30s.
@@ -105,8 +111,8 @@ func Render(o Options) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Stages returns the lab's stages: node-initialize, node-heartbeat, pod-ready, pod-complete and
-// pod-delete.
+// Stages returns the lab's stages: node-initialize, node-heartbeat, pod-ready, pod-complete,
+// pod-complete-timed and pod-delete.
 func Stages(o Options) []Stage {
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = 30 * time.Second
@@ -114,6 +120,11 @@ func Stages(o Options) []Stage {
 	node := ResourceRef{APIGroup: "v1", Kind: "Node"}
 	pod := ResourceRef{APIGroup: "v1", Kind: "Pod"}
 	notDeleted := Expression{Key: ".metadata.deletionTimestamp", Operator: "DoesNotExist"}
+	running := Expression{Key: ".status.phase", Operator: "In", Values: []string{"Running"}}
+	runTime := &Delay{
+		DurationMilliseconds: o.PodRunTime.Milliseconds(),
+		DurationFrom:         &From{ExpressionFrom: fmt.Sprintf(".metadata.annotations[%q]", RunTimeAnnotation)},
+	}
 	return []Stage{
 		stage("node-initialize", StageSpec{
 			ResourceRef: node,
@@ -144,15 +155,21 @@ func Stages(o Options) []Stage {
 		stage("pod-complete", StageSpec{
 			ResourceRef: pod,
 			Selector: Selector{MatchExpressions: []Expression{
-				notDeleted,
-				{Key: ".status.phase", Operator: "In", Values: []string{"Running"}},
-				{Key: ".metadata.ownerReferences.[].kind", Operator: "In", Values: []string{"Job"}},
+				notDeleted, running,
+				{Key: ".metadata.ownerReferences.[].kind", Operator: "In", Values: CompletingOwners},
 			}},
-			Delay: &Delay{
-				DurationMilliseconds: o.PodRunTime.Milliseconds(),
-				DurationFrom:         &From{ExpressionFrom: fmt.Sprintf(".metadata.annotations[%q]", RunTimeAnnotation)},
-			},
-			Next: Next{StatusTemplate: podCompleteTemplate},
+			Delay: runTime,
+			Next:  Next{StatusTemplate: podCompleteTemplate},
+		}),
+		// Matchable together with pod-complete; both do the same, so either may win.
+		stage("pod-complete-timed", StageSpec{
+			ResourceRef: pod,
+			Selector: Selector{MatchExpressions: []Expression{
+				notDeleted, running,
+				{Key: fmt.Sprintf(".metadata.annotations[%q]", RunTimeAnnotation), Operator: "Exists"},
+			}},
+			Delay: runTime,
+			Next:  Next{StatusTemplate: podCompleteTemplate},
 		}),
 		stage("pod-delete", StageSpec{
 			ResourceRef: pod,

@@ -37,7 +37,7 @@ func TestRender(t *testing.T) {
 		names = append(names, s.Metadata.Name)
 		byName[s.Metadata.Name] = s
 	}
-	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat", "pod-ready", "pod-complete", "pod-delete"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat", "pod-ready", "pod-complete", "pod-complete-timed", "pod-delete"}, names); diff != "" {
 		t.Errorf("stages (-want +got):\n%s", diff)
 	}
 

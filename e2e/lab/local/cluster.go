@@ -20,13 +20,15 @@ import (
 	"github.com/fleetq/fleetq/e2e/lab/process"
 )
 
-// Identities of the lab's clients. The admin and kwok are cluster admins; the controller-manager and
-// scheduler use the users the API server's bootstrap RBAC already grants what they need.
+// Identities of the lab's clients. The admin, kwok and the job operators are cluster admins; the
+// controller-manager and scheduler use the users the API server's bootstrap RBAC already grants
+// what they need.
 var clients = []pki.Client{
 	{Name: "admin", User: "fleetq-lab-admin", Groups: []string{"system:masters"}},
 	{Name: "controller-manager", User: "system:kube-controller-manager"},
 	{Name: "scheduler", User: "system:kube-scheduler"},
 	{Name: "kwok", User: "kwok-controller", Groups: []string{"system:masters"}},
+	{Name: "operators", User: "lab-job-operators", Groups: []string{"system:masters"}},
 }
 
 // How long startup steps may take. Generous: three API servers starting together on a loaded 2-core CI
@@ -190,7 +192,7 @@ func (c *cluster) start(ctx context.Context) error {
 		return p.Failure(fmt.Sprintf("%v", p.ExitError()))
 	}
 	c.lab.progress(c.spec.Name, "kube-controller-manager, kube-scheduler and kwok running")
-	return nil
+	return c.startOperators(ctx)
 }
 
 func (c *cluster) startEtcd(ctx context.Context) error {
@@ -355,6 +357,7 @@ func (c *cluster) writeKubeconfigs() error {
 		"controller-manager": c.path("pki", "controller-manager.kubeconfig"),
 		"scheduler":          c.path("pki", "scheduler.kubeconfig"),
 		"kwok":               c.path("pki", "kwok.kubeconfig"),
+		"operators":          c.path("pki", "operators.kubeconfig"),
 	}
 	for _, cl := range clients {
 		data, err := Kubeconfig(c.spec.Name, c.server, c.bundle.CA.CertPEM, c.bundle.Clients[cl.Name], cl.User)

@@ -263,6 +263,9 @@ func neededBinaries(spec lab.Spec) []string {
 		for _, b := range lab.BinariesFor(c.Mode) {
 			set[b] = true
 		}
+		for _, o := range c.Operators {
+			set[o.Binary()] = true
+		}
 	}
 	var out []string
 	for b := range set {
