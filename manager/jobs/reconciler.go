@@ -93,6 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName(r.Adapter)).
 		For(r.Adapter.New()).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.Adapter.New(), handler.OnlyControllerOwner())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOwner)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
@@ -386,6 +387,12 @@ func (r *Reconciler) stop(ctx context.Context, log logr.Logger, obj client.Objec
 	}
 	if st.Active {
 		return reconcile.Result{}, nil // its controller is still stopping it; its status update brings us back
+	}
+	if n, err := runningPods(ctx, r.Client, wl); err != nil || n > 0 {
+		if n > 0 {
+			log.V(2).Info("Waiting for the stopped job's pods to end", "pods", n)
+		}
+		return reconcile.Result{}, err // the last pod's end brings us back (podOwner)
 	}
 	orig := obj.DeepCopyObject().(client.Object)
 	if r.Adapter.RestorePodSets(obj, wl.Spec.PodSets) {

@@ -123,8 +123,11 @@ func New(opts Options) (*Manager, error) {
 		Client:                        client.Options{FieldOwner: FieldManager},
 		// The manager reads Secrets (worker kubeconfigs, its webhook certificate) only in its own
 		// namespace and Cluster API's: its cache never lists Secrets anywhere else.
+		// Pods: only those fleetq started (its identity label), whose end releases a stopped
+		// job's reservation.
 		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
 			&corev1.Secret{}: {Namespaces: secretNamespaces(cfg)},
+			&corev1.Pod{}:    {Label: jobs.PodSelector()},
 		}},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 	})
@@ -169,6 +172,9 @@ func (m *Manager) wire(opts Options) error {
 	}
 	if err := workloads.SetupIndexes(ctx, m); err != nil {
 		return fmt.Errorf("workload index: %w", err)
+	}
+	if err := jobs.SetupPodIndexes(ctx, m); err != nil {
+		return fmt.Errorf("workload UID index: %w", err)
 	}
 	if err := jobs.SetupIndexes(ctx, m); err != nil {
 		return fmt.Errorf("job index: %w", err)
