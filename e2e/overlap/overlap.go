@@ -1,6 +1,6 @@
-// Package overlap watches the pods of every cluster during a test and records, per job, when it
-// had running pods in which cluster, so a spec can prove that no job ever ran in two clusters at
-// once. A pod counts as running from the first time it is seen Running until it is seen
+// Package overlap watches the pods of every cluster during a test and records, per job (of any
+// kind fleetq runs), when it had running pods in which cluster, so a spec can prove that no job
+// ever ran in two clusters at once. A pod counts as running from the first time it is seen Running until it is seen
 // finished, terminating or deleted: a cluster that stops answering keeps its pods "running"
 // until it answers again and shows otherwise — the conservative view.
 package overlap
@@ -28,13 +28,15 @@ type Recorder struct {
 	job map[string]string
 	// intervals per job per cluster.
 	intervals map[string]map[string][]interval
+	// alias maps namespace/uid:<uid> to the job it is (see jobLabels).
+	alias map[string]string
 }
 
 type interval struct{ from, to time.Time }
 
 // New returns an empty recorder.
 func New() *Recorder {
-	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}}
+	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}, alias: map[string]string{}}
 }
 
 // Watch records the pods of one cluster until ctx ends.
@@ -64,15 +66,14 @@ func (r *Recorder) observe(cluster string, o any, deleted bool) {
 	if !ok {
 		return
 	}
-	job := pod.Labels[batchv1.JobNameLabel]
-	if job == "" {
-		return
-	}
-	job = pod.Namespace + "/" + job
 	key := cluster + "/" + pod.Namespace + "/" + pod.Name
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	job := r.jobOf(pod)
+	if job == "" {
+		return
+	}
 	start, isRunning := r.running[key]
 	// A pod being deleted is being stopped; it no longer counts as running.
 	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
@@ -83,6 +84,43 @@ func (r *Recorder) observe(cluster string, o any, deleted bool) {
 		delete(r.running, key)
 		r.add(job, cluster, interval{start, now})
 	}
+}
+
+// jobLabels name the job a pod belongs to, by kind: a batch Job (also a RayJob's submitter) or a
+// training-operator job. A copy keeps its job's name in every cluster, so the same job has the
+// same key wherever its pods run. A Ray cluster's pods carry no name of their RayJob, only
+// fleetq's workload identity (uidLabel); a pod with both (the submitter) tells which job that
+// identity is, and Overlaps reads identities as those jobs.
+var jobLabels = []string{batchv1.JobNameLabel, "training.kubeflow.org/job-name"}
+
+// uidLabel is fleetq's label of the management cluster's Workload UID on the pods it starts.
+const uidLabel = "fleetq.dev/workload-uid"
+
+// jobOf names a pod's job: namespace/name, or namespace/uid:<uid> when only fleetq's identity is
+// known; it records the alias when the pod has both.
+func (r *Recorder) jobOf(pod *corev1.Pod) string {
+	uid := pod.Labels[uidLabel]
+	for _, l := range jobLabels {
+		if v := pod.Labels[l]; v != "" {
+			job := pod.Namespace + "/" + v
+			if uid != "" {
+				r.alias[pod.Namespace+"/uid:"+uid] = job
+			}
+			return job
+		}
+	}
+	if uid != "" {
+		return pod.Namespace + "/uid:" + uid
+	}
+	return ""
+}
+
+// canonical is the job a key stands for, through the aliases.
+func (r *Recorder) canonical(job string) string {
+	if a, ok := r.alias[job]; ok {
+		return a
+	}
+	return job
 }
 
 func (r *Recorder) add(job, cluster string, iv interval) {
@@ -99,11 +137,13 @@ func (r *Recorder) add(job, cluster string, iv interval) {
 func (r *Recorder) Unobservable(cluster, job string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.intervals[job] != nil {
-		delete(r.intervals[job], cluster)
+	for j := range r.intervals {
+		if r.canonical(j) == job {
+			delete(r.intervals[j], cluster)
+		}
 	}
 	for key := range r.running {
-		if r.job[key] == job && key[:indexSlash(key)] == cluster {
+		if r.canonical(r.job[key]) == job && key[:indexSlash(key)] == cluster {
 			delete(r.running, key)
 			delete(r.job, key)
 		}
@@ -117,14 +157,17 @@ func (r *Recorder) Overlaps() []string {
 	defer r.mu.Unlock()
 	now := time.Now()
 	all := map[string]map[string][]interval{}
-	for job, byCluster := range r.intervals {
-		all[job] = map[string][]interval{}
+	for j, byCluster := range r.intervals {
+		job := r.canonical(j)
+		if all[job] == nil {
+			all[job] = map[string][]interval{}
+		}
 		for c, ivs := range byCluster {
-			all[job][c] = append([]interval(nil), ivs...)
+			all[job][c] = append(all[job][c], ivs...)
 		}
 	}
 	for key, start := range r.running {
-		job := r.job[key]
+		job := r.canonical(r.job[key])
 		cluster := key[:indexSlash(key)]
 		if all[job] == nil {
 			all[job] = map[string][]interval{}
@@ -161,11 +204,15 @@ func (r *Recorder) Clusters(job string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	set := map[string]bool{}
-	for c := range r.intervals[job] {
-		set[c] = true
+	for j, byCluster := range r.intervals {
+		if r.canonical(j) == job {
+			for c := range byCluster {
+				set[c] = true
+			}
+		}
 	}
 	for key := range r.running {
-		if r.job[key] == job {
+		if r.canonical(r.job[key]) == job {
 			set[key[:indexSlash(key)]] = true
 		}
 	}

@@ -53,3 +53,38 @@ func TestOverlaps(t *testing.T) {
 		t.Errorf("Clusters(ns/c) = %v, want [west]", c)
 	}
 }
+
+func TestOverlapsOfOtherKinds(t *testing.T) {
+	labelled := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+	}
+	r := New()
+	// A PyTorchJob's master in the management cluster while its copy's worker runs in east.
+	r.observe("management", labelled("mnist-master-0", map[string]string{"training.kubeflow.org/job-name": "mnist"}), false)
+	r.observe("east", labelled("mnist-worker-0", map[string]string{"training.kubeflow.org/job-name": "mnist"}), false)
+	// A RayJob's Ray pods in east (fleetq's identity only) and its submitter in west (a batch
+	// Job of the RayJob's name, with the same identity).
+	r.observe("east", labelled("sample-head-x", map[string]string{uidLabel: "u1", "ray.io/cluster": "sample-abc"}), false)
+	r.observe("west", labelled("sample-xyz", map[string]string{uidLabel: "u1", batchv1.JobNameLabel: "sample"}), false)
+	// Another job's Ray pods in one cluster only.
+	r.observe("east", labelled("other-head-x", map[string]string{uidLabel: "u2"}), false)
+	got := strings.Join(r.Overlaps(), "\n")
+	for _, want := range []string{"job ns/mnist ran in east", "job ns/sample ran in east"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("overlaps %q do not say %q", got, want)
+		}
+	}
+	if strings.Contains(got, "u2") || strings.Count(got, "\n") != 1 {
+		t.Errorf("overlaps %q: want exactly mnist and sample", got)
+	}
+	if c := r.Clusters("ns/sample"); strings.Join(c, ",") != "east,west" {
+		t.Errorf("Clusters(ns/sample) = %v", c)
+	}
+	r.Unobservable("east", "ns/sample")
+	if got := strings.Join(r.Overlaps(), "\n"); strings.Contains(got, "sample") {
+		t.Errorf("after Unobservable(east, ns/sample): %q", got)
+	}
+}
