@@ -1,6 +1,7 @@
 // Package multicluster runs fleetq's dispatch end to end on the lab: a management cluster (with its
-// own job controller and a CPU node, so a job wrongly left to it would get pods there) and three
-// workers with their own fleetq-agent — us-east and us-west with A100 nodes, eu-west with L4 nodes. us-east and eu-west are registered with
+// own job controller, training-operator, ray-operator and a CPU node, so a job wrongly left to it
+// would get pods there) and three workers with their own fleetq-agent — us-east and us-west with
+// A100 nodes and both operators, eu-west with L4 nodes and no operator. us-east and eu-west are registered with
 // MultiKueueClusters, us-west through a Cluster API Cluster and its kubeconfig Secret.
 package multicluster
 
@@ -65,10 +66,12 @@ func labSpec() *lab.Spec {
 	return &lab.Spec{
 		Mode:       lab.ModeFull,
 		PodRunTime: metav1.Duration{Duration: time.Hour},
-		Management: lab.ClusterSpec{Name: "management", NodePools: []lab.NodePool{lab.CPUPool(1)}},
+		// The management cluster runs the operators too, so a Kubeflow or Ray job left to it would
+		// get pods there; eu-west runs none, so it cannot take those kinds.
+		Management: lab.ClusterSpec{Name: "management", NodePools: []lab.NodePool{lab.CPUPool(1)}, Operators: lab.Operators},
 		Workers: []lab.ClusterSpec{
-			{Name: "us-east", NodePools: []lab.NodePool{east}},
-			{Name: "us-west", NodePools: []lab.NodePool{west}},
+			{Name: "us-east", NodePools: []lab.NodePool{east}, Operators: lab.Operators},
+			{Name: "us-west", NodePools: []lab.NodePool{west}, Operators: lab.Operators},
 			{Name: "eu-west", NodePools: []lab.NodePool{eu}},
 		},
 	}

@@ -1,6 +1,7 @@
 // Package singlecluster runs the Kueue GPU quota tutorial, step by step and with its own
 // manifests, against fleetq-manager on one real cluster of the lab (API server, scheduler,
-// controller-manager and kwok nodes: CPU nodes and tainted A100 nodes).
+// controller-manager and kwok nodes: CPU nodes and tainted A100 nodes), and the Kubeflow and Ray
+// job kinds with training-operator and ray-operator running there.
 package singlecluster
 
 import (
@@ -39,11 +40,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	a100 := lab.A100Pool()
 	a100.Count = 1
+	// The job-kind specs get A100 nodes of their own, so they never wait for the tutorial's pods.
+	kindsPool := lab.A100Pool()
+	kindsPool.Name, kindsPool.Count = kindsPoolName, 1
 	spec := lab.Spec{
 		// Pods run until their job is deleted, as the tutorial's 60-second sleeps would while a
 		// person reads along; specs that need completion set a shorter run time per pod.
 		PodRunTime: metav1.Duration{Duration: time.Hour},
-		Management: lab.ClusterSpec{Name: "management", NodePools: []lab.NodePool{lab.CPUPool(2), a100}},
+		Management: lab.ClusterSpec{Name: "management", NodePools: []lab.NodePool{lab.CPUPool(2), a100, kindsPool}, Operators: lab.Operators},
 	}
 	env, err = framework.Setup(ctx, framework.Config{Spec: &spec, CRDs: crds, Progress: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,194 @@
+package singlecluster
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/kinds"
+	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/workload"
+)
+
+// kindsPoolName is the node pool (lab.PoolLabel) of the job-kind specs' A100 nodes.
+const kindsPoolName = "kinds-a100"
+
+var _ = Describe("Job kinds on one cluster", Ordered, func() {
+	const ns = "kinds"
+	gpuToleration := corev1.Toleration{Key: string(lab.GPUResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(k8s.Create(ctx, &kueue.ResourceFlavor{
+			ObjectMeta: metav1.ObjectMeta{Name: "kinds-a100"},
+			Spec: kueue.ResourceFlavorSpec{
+				NodeLabels:  map[string]string{lab.PoolLabel: kindsPoolName},
+				Tolerations: []corev1.Toleration{gpuToleration},
+			},
+		})).To(Succeed())
+		Expect(k8s.Create(ctx, &kueue.ClusterQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: "kinds-cq"},
+			Spec: kueue.ClusterQueueSpec{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				Preemption:        &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority},
+				ResourceGroups: []kueue.ResourceGroup{{
+					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, lab.GPUResource},
+					Flavors: []kueue.FlavorQuotas{{Name: "kinds-a100", Resources: []kueue.ResourceQuota{
+						{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("32")},
+						{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("256Gi")},
+						{Name: lab.GPUResource, NominalQuota: resource.MustParse("4")},
+					}}},
+				}},
+			},
+		})).To(Succeed())
+		Expect(k8s.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kinds-queue"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "kinds-cq"}})).To(Succeed())
+		Expect(k8s.Create(ctx, &kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "kinds-urgent"}, Value: 1000})).To(Succeed())
+	})
+
+	AfterAll(func(ctx SpecContext) {
+		for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			Expect(k8s.DeleteAllOf(ctx, u, client.InNamespace(ns), client.PropagationPolicy("Background"))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			wls := &kueue.WorkloadList{}
+			g.Expect(k8s.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
+			g.Expect(wls.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(k8s.Delete(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kinds-queue"}})).To(Succeed())
+		Expect(k8s.Delete(ctx, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "kinds-cq"}})).To(Succeed())
+		Expect(k8s.Delete(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "kinds-a100"}})).To(Succeed())
+		Expect(k8s.Delete(ctx, &kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "kinds-urgent"}})).To(Succeed())
+	})
+
+	// get reads obj back; it must exist.
+	get := func(ctx context.Context, obj client.Object) *unstructured.Unstructured {
+		u, err := kinds.Get(ctx, k8s, obj)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(u).NotTo(BeNil(), "%s %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+		return u
+	}
+	workloadOfKind := func(ctx context.Context, obj client.Object) *kueue.Workload {
+		wl := &kueue.Workload{}
+		key := client.ObjectKey{Namespace: ns, Name: workload.NameFor(obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), obj.GetUID())}
+		if err := k8s.Get(ctx, key, wl); err != nil {
+			return nil
+		}
+		return wl
+	}
+	// running lists the running pods with label=value; every one must run on the flavor's nodes.
+	running := func(ctx context.Context, g Gomega, label, value string) []corev1.Pod {
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{label: value})).To(Succeed())
+		var out []corev1.Pod
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(lab.PoolLabel, kindsPoolName), "pod %s has the flavor's node selector", p.Name)
+			g.Expect(p.Spec.Tolerations).To(ContainElement(gpuToleration), "pod %s has the flavor's toleration", p.Name)
+			out = append(out, p)
+		}
+		return out
+	}
+	gpusInUse := func(ctx context.Context) int64 {
+		cq := &kueue.ClusterQueue{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "kinds-cq"}, cq)).To(Succeed())
+		for _, f := range cq.Status.FlavorsReservation {
+			for _, r := range f.Resources {
+				if r.Name == lab.GPUResource {
+					return r.Total.Value()
+				}
+			}
+		}
+		return 0
+	}
+	suspendedAt := func(u *unstructured.Unstructured, path ...string) bool {
+		v, _, _ := unstructured.NestedBool(u.Object, path...)
+		return v
+	}
+
+	It("queues a PyTorchJob behind another, starts all its pods with the flavor once quota frees, and releases quota when it succeeds", func(ctx SpecContext) {
+		// Each asks for 4 GPUs (a master and a worker of 2), all of the queue's quota.
+		first := kinds.PyTorchJob(ns, "first", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "8s"})
+		second := kinds.PyTorchJob(ns, "second", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "3s"})
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(running(ctx, g, kinds.PyTorchJobLabel, "first")).To(HaveLen(2), "the master and the worker run")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			wl := workloadOfKind(ctx, second)
+			g.Expect(wl).NotTo(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("nvidia.com/gpu"))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(suspendedAt(get(ctx, second), "spec", "runPolicy", "suspend")).To(BeTrue(), "the queued PyTorchJob is suspended")
+		Expect(running(ctx, Default, kinds.PyTorchJobLabel, "second")).To(BeEmpty(), "none of its pods start: all or nothing")
+
+		Eventually(func(g Gomega) {
+			g.Expect(kinds.Succeeded(get(ctx, first))).To(BeTrue())
+			g.Expect(running(ctx, g, kinds.PyTorchJobLabel, "second")).To(HaveLen(2), "the second starts once the first's quota is released")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(kinds.Succeeded(get(ctx, second))).To(BeTrue())
+			wl := workloadOfKind(ctx, second)
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue())
+			g.Expect(gpusInUse(ctx)).To(BeZero(), "finished jobs hold no quota")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("preempts a running RayJob for a higher-priority PyTorchJob: suspended, its Ray cluster gone, then started again", func(ctx SpecContext) {
+		// Two Ray workers of 2 GPUs: all of the quota, for an hour.
+		rj := kinds.RayJob(ns, "tuning", kinds.Options{Queue: "kinds-queue", Workers: 2, GPUs: 2, RunFor: "1h"})
+		Expect(k8s.Create(ctx, rj)).To(Succeed())
+		var uid string
+		Eventually(func(g Gomega) {
+			wl := workloadOfKind(ctx, rj)
+			g.Expect(wl).NotTo(BeNil())
+			uid = string(wl.UID)
+			// Head, two workers and the submitter.
+			g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(HaveLen(4))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		urgent := kinds.PyTorchJob(ns, "urgent", kinds.Options{Queue: "kinds-queue", PriorityClass: "kinds-urgent", Workers: 1, GPUs: 2, RunFor: "5s"})
+		Expect(k8s.Create(ctx, urgent)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOfKind(ctx, rj)
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadPreempted)).To(BeTrue(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(suspendedAt(get(ctx, rj), "spec", "suspend")).To(BeTrue(), "the preempted RayJob is suspended")
+			clusters, err := kinds.List(ctx, k8s, kinds.RayClusterGVK, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(clusters).To(BeEmpty(), "ray-operator deletes the suspended RayJob's cluster")
+			g.Expect(running(ctx, g, kinds.PyTorchJobLabel, "urgent")).To(HaveLen(2), "the urgent job runs")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(running(ctx, Default, fleetq.WorkloadUIDLabel, uid)).To(BeEmpty(), "no pod of the RayJob runs beside the urgent job")
+
+		Eventually(func(g Gomega) {
+			g.Expect(kinds.Succeeded(get(ctx, urgent))).To(BeTrue())
+			g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(HaveLen(4), "the RayJob is admitted again and its cluster comes back")
+			g.Expect(suspendedAt(get(ctx, rj), "spec", "suspend")).To(BeFalse())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		Expect(k8s.Delete(ctx, rj, client.PropagationPolicy("Background"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(workloadOfKind(ctx, rj)).To(BeNil())
+			g.Expect(gpusInUse(ctx)).To(BeZero(), "a deleted RayJob releases its quota")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+})
