@@ -150,6 +150,17 @@ fairSharing: {enable: true}
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nintegrations: {frameworks: [batch/job, kubeflow.org/mxjob, batch/job]}\n",
 			wantErr: []string{`integrations.frameworks[1]: Unsupported value: "kubeflow.org/mxjob"`, `integrations.frameworks[2]: Duplicate value: "batch/job"`},
 		},
+		"generic kind with a built-in integration, twice, without pod sets": {
+			file: "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nintegrations: {generic: [" +
+				"{group: ray.io, version: v1, kind: RayCluster, suspendPath: spec.suspend, podSets: [{name: head, template: spec.headGroupSpec.template}]}," +
+				"{group: example.com, version: v1, kind: Trainer, suspendPath: spec.suspend}," +
+				"{group: example.com, version: v1, kind: Trainer, suspendPath: spec.suspend, podSets: [{name: main, template: spec.template}]}]}\n",
+			wantErr: []string{
+				`integrations.generic[0]: Invalid value: "ray.io/raycluster": kind RayCluster is already integrated by framework ray.io/raycluster of integrations.frameworks; list the frameworks without it`,
+				`integrations.generic[1].podSets: Required value: at least one pod set`,
+				`integrations.generic[2]: Duplicate value: "example.com/trainer"`,
+			},
+		},
 		"backoff max below base": {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nrequeuingStrategy: {backoffBaseSeconds: 100, backoffMaxSeconds: 10}\n",
 			wantErr: []string{"requeuingStrategy.backoffMaxSeconds: Invalid value: 10: must be at least backoffBaseSeconds (100)"},

@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
+
+	"github.com/fleetq/fleetq/internal/integration/generic"
 )
 
 // APIVersion is the apiVersion every fleetq configuration file declares.
@@ -121,6 +123,10 @@ type Webhook struct {
 type Integrations struct {
 	// Frameworks are the job kinds managed, by Kueue's names (batch/job, ...).
 	Frameworks []string `json:"frameworks,omitempty"`
+	// Generic integrates kinds fleetq has no built-in adapter for (JobSet, a team's own CRD),
+	// each described by paths in its schema; a fleetq addition to Kueue's configuration. The
+	// paths are checked against the CRD at start-up.
+	Generic []generic.Spec `json:"generic,omitempty"`
 }
 
 // RequeuingStrategy sets the exponential backoff before an evicted workload queues again.

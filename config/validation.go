@@ -92,6 +92,19 @@ func (in Integrations) validate(path *field.Path) field.ErrorList {
 		}
 		seen[f] = true
 	}
+	kinds := map[string]bool{}
+	for i, g := range in.Generic {
+		gp := path.Child("generic").Index(i)
+		errs = append(errs, g.Validate(gp)...)
+		name := g.Framework()
+		switch {
+		case seen[name]:
+			errs = append(errs, field.Invalid(gp, name, fmt.Sprintf("kind %s is already integrated by framework %s of integrations.frameworks; list the frameworks without it to integrate the kind with this description instead", g.Kind, name)))
+		case kinds[name]:
+			errs = append(errs, field.Duplicate(gp, name))
+		}
+		kinds[name] = true
+	}
 	return errs
 }
 

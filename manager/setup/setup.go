@@ -139,7 +139,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	m := &Manager{Manager: mgr, Cache: cache.New(), Queues: queue.New(opts.Clock)}
-	kinds, err := m.integrations(cfg, opts.Log)
+	kinds, err := m.integrations(restCfg, cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +265,8 @@ func (m *Manager) admissible(wl *kueue.Workload, route cache.Route) string {
 // integrations selects the configured job integrations the management cluster serves (asking its
 // discovery API), and names their webhooks; a kind whose CRD is not installed is left out with a
 // log line saying so (install the CRD and restart the manager to integrate it).
-func (m *Manager) integrations(cfg *config.Configuration, log logr.Logger) ([]webhooks.JobKind, error) {
-	selected, err := integration.Select(builtin.Adapters(), cfg.Integrations.Frameworks)
+func (m *Manager) integrations(restCfg *rest.Config, cfg *config.Configuration, log logr.Logger) ([]webhooks.JobKind, error) {
+	selected, err := builtin.Configured(context.Background(), restCfg, cfg.Integrations)
 	if err != nil {
 		return nil, err
 	}

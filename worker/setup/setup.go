@@ -5,6 +5,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,7 +80,7 @@ func frameworks(r *integration.Registry) []string {
 
 // servedIntegrations selects the configured integrations whose kinds the cluster serves.
 func servedIntegrations(rc *rest.Config, cfg *config.AgentConfiguration, log logr.Logger) (*integration.Registry, error) {
-	selected, err := integration.Select(builtin.Adapters(), cfg.Integrations.Frameworks)
+	selected, err := builtin.Configured(context.Background(), rc, cfg.Integrations)
 	if err != nil {
 		return nil, err
 	}

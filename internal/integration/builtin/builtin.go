@@ -1,5 +1,5 @@
-// Package builtin lists the job integrations fleetq ships, for the manager and the agent to
-// select from with integrations.frameworks.
+// Package builtin lists the job integrations fleetq ships, and builds the set a configuration
+// selects (integrations.frameworks and integrations.generic) for the manager and the agent.
 package builtin
 
 import (
