@@ -654,3 +654,59 @@ func TestQueueNamePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestGenericIntegrationRBAC: a kind described in config.integrations.generic (the JobSet
+// example) is granted to the manager, to the agent and to the manager in workers, with read
+// access to CRDs for the start-up schema check.
+func TestGenericIntegrationRBAC(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("..", "config", "examples", "jobset.yaml"))
+	if err != nil {
+		t.Fatalf("the JobSet example does not load: %v", err)
+	}
+	raw, err := json.Marshal(cfg.Integrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var integrations map[string]any
+	if err := json.Unmarshal(raw, &integrations); err != nil {
+		t.Fatal(err)
+	}
+	integrations = map[string]any{"generic": integrations["generic"]}
+	mgr, err := Render(Manager, mrel, map[string]any{"config": map[string]any{"integrations": integrations}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := agentValues()
+	values["config"] = map[string]any{"integrations": integrations}
+	agent, err := Render(Agent, arel, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		objs       []*unstructured.Unstructured
+		kind, name string
+		want       []string
+	}{
+		"manager": {mgr, "ClusterRole", "fleetq-manager", []string{"apiextensions.k8s.io/customresourcedefinitions get",
+			"jobset.x-k8s.io/jobsets get", "jobset.x-k8s.io/jobsets list", "jobset.x-k8s.io/jobsets watch", "jobset.x-k8s.io/jobsets patch",
+			"jobset.x-k8s.io/jobsets/status patch", "jobset.x-k8s.io/jobsets/status update", "jobset.x-k8s.io/jobsets/finalizers update"}},
+		"agent": {agent, "ClusterRole", "fleetq-agent", []string{"apiextensions.k8s.io/customresourcedefinitions get",
+			"jobset.x-k8s.io/jobsets get", "jobset.x-k8s.io/jobsets list", "jobset.x-k8s.io/jobsets watch", "jobset.x-k8s.io/jobsets patch"}},
+		"manager in the worker": {agent, "ClusterRole", "fleetq-agent-manager-access", []string{
+			"jobset.x-k8s.io/jobsets get", "jobset.x-k8s.io/jobsets list", "jobset.x-k8s.io/jobsets watch", "jobset.x-k8s.io/jobsets create", "jobset.x-k8s.io/jobsets delete"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := grants(rules(t, tc.objs, tc.kind, tc.name))
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("%s %s does not grant %s", tc.kind, tc.name, w)
+				}
+			}
+		})
+	}
+	cm := find(t, mgr, "ConfigMap", "fleetq-manager-config")
+	if data, _ := json.Marshal(cm.Object["data"]); !strings.Contains(string(data), "replicatedJobs") {
+		t.Errorf("the manager's configuration lacks the generic description: %s", data)
+	}
+}
