@@ -104,6 +104,35 @@ spec:
           containers: [{name: ray-worker, image: registry.example/ray:2.41.0, resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: %[5]d}}}]
 `
 
+const rayClusterYAML = `
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {annotations: %[1]s}
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        tolerations: %[3]s
+        containers: [{name: ray-head, image: registry.example/ray:2.41.0, resources: {requests: {cpu: "1"}}}]
+  workerGroupSpecs:
+  - groupName: gpu
+    replicas: %[4]d
+    rayStartParams: {}
+    template:
+      spec:
+        nodeSelector: %[2]s
+        tolerations: %[3]s
+        containers: [{name: ray-worker, image: registry.example/ray:2.41.0, resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: %[5]d}}}]
+`
+
+// RayCluster is a RayCluster of a CPU head and o.Workers GPU workers of o.GPUs GPUs; its pods run
+// until it is deleted (o.RunFor does not apply).
+func RayCluster(namespace, name string, o Options) *unstructured.Unstructured {
+	o.RunFor = ""
+	return render(rayClusterYAML, namespace, name, o)
+}
+
 // PyTorchJob is a PyTorchJob of one master and o.Workers workers, each with o.GPUs GPUs.
 func PyTorchJob(namespace, name string, o Options) *unstructured.Unstructured {
 	return render(pyTorchJobYAML, namespace, name, o)

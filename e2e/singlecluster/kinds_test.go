@@ -2,6 +2,8 @@ package singlecluster
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
@@ -17,11 +19,23 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/kinds"
 	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/integration/generic"
 	"github.com/fleetq/fleetq/internal/workload"
+	"github.com/fleetq/fleetq/manager/setup"
 )
 
 // kindsPoolName is the node pool (lab.PoolLabel) of the job-kind specs' A100 nodes.
 const kindsPoolName = "kinds-a100"
+
+// rayClusterGeneric describes KubeRay's RayCluster for the generic adapter, as a user would.
+var rayClusterGeneric = generic.Spec{
+	Group: "ray.io", Version: "v1", Kind: "RayCluster",
+	SuspendPath: "spec.suspend", ManagedByPath: "spec.managedBy",
+	PodSets: []generic.PodSetSpec{
+		{Name: "head", Template: "spec.headGroupSpec.template"},
+		{List: "spec.workerGroupSpecs", NameField: "groupName", Template: "template", Count: []string{"replicas"}},
+	},
+}
 
 var _ = Describe("Job kinds on one cluster", Ordered, func() {
 	const ns = "kinds"
@@ -56,7 +70,7 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 	})
 
 	AfterAll(func(ctx SpecContext) {
-		for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK} {
+		for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK, kinds.RayClusterGVK} {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(gvk)
 			Expect(k8s.DeleteAllOf(ctx, u, client.InNamespace(ns), client.PropagationPolicy("Background"))).To(Succeed())
@@ -150,6 +164,50 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue())
 			g.Expect(gpusInUse(ctx)).To(BeZero(), "finished jobs hold no quota")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("runs a RayCluster through the generic adapter: suspended until admitted, its pods on the flavor, quota released when it is deleted", func(ctx SpecContext) {
+		// Holds all of the queue's GPUs until the RayCluster is deleted.
+		blocker := kinds.PyTorchJob(ns, "blocker", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "6s"})
+		Expect(k8s.Create(ctx, blocker)).To(Succeed())
+		rc := kinds.RayCluster(ns, "notebook", kinds.Options{Queue: "kinds-queue", Workers: 2, GPUs: 2})
+		Expect(k8s.Create(ctx, rc)).To(Succeed())
+		Expect(suspendedAt(get(ctx, rc), "spec", "suspend")).To(BeTrue(), "the webhook suspends the queued RayCluster")
+		var uid string
+		Eventually(func(g Gomega) {
+			wl := workloadOfKind(ctx, rc)
+			g.Expect(wl).NotTo(BeNil())
+			uid = string(wl.UID)
+			var sets []string
+			for _, ps := range wl.Spec.PodSets {
+				sets = append(sets, fmt.Sprintf("%s×%d", ps.Name, ps.Count))
+			}
+			g.Expect(sets).To(Equal([]string{"head×1", "gpu×2"}), "the pod sets read from the generic description")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(BeEmpty(), "no pod while the blocker holds the quota")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(kinds.Succeeded(get(ctx, blocker))).To(BeTrue())
+			g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(HaveLen(3), "head and two GPU workers, on the flavor's nodes")
+			g.Expect(gpusInUse(ctx)).To(Equal(int64(4)))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		Expect(k8s.Delete(ctx, rc, client.PropagationPolicy("Background"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(workloadOfKind(ctx, rc)).To(BeNil())
+			g.Expect(gpusInUse(ctx)).To(BeZero(), "a deleted RayCluster releases its quota")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("refuses to start a manager whose generic description names a path RayCluster's schema lacks", func(ctx SpecContext) {
+		bad := *mgrCfg
+		typo := rayClusterGeneric
+		typo.PodSets = []generic.PodSetSpec{typo.PodSets[0], {List: "spec.workerGroupSpecs", NameField: "groupName", Template: "templat", Count: []string{"replicas"}}}
+		bad.Integrations.Generic = []generic.Spec{typo}
+		_, err := setup.New(setup.Options{Config: &bad, RestConfig: env.Management().RESTConfig(), Log: GinkgoLogr, SeveralPerProcess: true})
+		Expect(err).To(MatchError(ContainSubstring(`integrations.generic[0].podSets[1].template: Invalid value: "templat": templat does not exist in the schema of RayCluster (ray.io/v1), in the items of spec.workerGroupSpecs (no field "templat" there); fix the path`)))
 	})
 
 	It("preempts a running RayJob for a higher-priority PyTorchJob: suspended, its Ray cluster gone, then started again", func(ctx SpecContext) {

@@ -5,6 +5,7 @@
 package singlecluster
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/fleetq/fleetq/e2e/components"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/integration/generic"
 )
 
 var (
@@ -54,6 +56,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	k8s = env.Management().Client()
 	mgrCfg, err = components.ManagerConfig()
 	Expect(err).NotTo(HaveOccurred())
+	// RayClusters go through the generic adapter, described as a user would for a kind fleetq has
+	// no adapter for: the generic adapter against a real operator.
+	mgrCfg.Integrations.Frameworks = slices.DeleteFunc(slices.Clone(mgrCfg.Integrations.Frameworks), func(f string) bool { return f == "ray.io/raycluster" })
+	mgrCfg.Integrations.Generic = []generic.Spec{rayClusterGeneric}
+	Expect(mgrCfg.Validate()).To(BeEmpty())
 	manager, err = components.StartManager(ctx, env, "management", mgrCfg)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(components.WaitForWebhooks(ctx, k8s, time.Minute)).To(Succeed())
