@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/integration/generic"
 )
 
 // The kinds' group, version and kind.
@@ -26,6 +29,25 @@ var (
 	RayJobGVK     = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}
 	RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"}
 )
+
+// RayClusterGeneric describes KubeRay's RayCluster for fleetq's generic adapter
+// (integrations.generic), as a user would describe a kind fleetq has no adapter for; suites use
+// it in place of the built-in RayCluster adapter to run the generic one against a real operator.
+var RayClusterGeneric = generic.Spec{
+	Group: "ray.io", Version: "v1", Kind: "RayCluster",
+	SuspendPath: "spec.suspend", ManagedByPath: "spec.managedBy",
+	PodSets: []generic.PodSetSpec{
+		{Name: "head", Template: "spec.headGroupSpec.template"},
+		{List: "spec.workerGroupSpecs", NameField: "groupName", Template: "template", Count: []string{"replicas"}},
+	},
+}
+
+// UseGenericRayCluster integrates RayCluster through RayClusterGeneric instead of the built-in
+// adapter in a manager's or agent's integrations.
+func UseGenericRayCluster(in *config.Integrations) {
+	in.Frameworks = slices.DeleteFunc(slices.Clone(in.Frameworks), func(f string) bool { return f == "ray.io/raycluster" })
+	in.Generic = []generic.Spec{RayClusterGeneric}
+}
 
 // PyTorchJobLabel is the label training-operator puts on a PyTorchJob's pods (its name).
 const PyTorchJobLabel = "training.kubeflow.org/job-name"

@@ -81,7 +81,7 @@ func placementOfKind(ctx context.Context, obj client.Object) string {
 // cleanupKinds deletes the specs' PyTorchJobs and RayJobs and waits until no copy or RayCluster
 // is left anywhere, then runs the suite's cleanup.
 func cleanupKinds(ctx context.Context) {
-	for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK} {
+	for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK, kinds.RayClusterGVK} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		Expect(mgmt.DeleteAllOf(ctx, u, client.InNamespace("research"), client.PropagationPolicy("Background"))).To(Succeed())
@@ -176,6 +176,42 @@ var _ = Describe("Job kinds", func() {
 			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue(), "conditions: %v", wl.Status.Conditions)
 			g.Expect(kindCopies(ctx, rj)).To(BeEmpty(), "the finished copy is removed")
 			g.Expect(podsLabelled(ctx, worker, fleetq.WorkloadUIDLabel, uid)).To(BeEmpty(), "the Ray cluster's pods are gone")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("dispatches a RayCluster described in integrations.generic to one A100 worker, mirrors its state, and removes the copy when it is deleted", func(ctx SpecContext) {
+		rc := kinds.RayCluster("research", "notebook", kinds.Options{Queue: "team-queue", Workers: 2, GPUs: 2})
+		Expect(mgmt.Create(ctx, rc)).To(Succeed())
+		managedBy, _, _ := unstructured.NestedString(get(ctx, "management", rc).Object, "spec", "managedBy")
+		Expect(managedBy).To(Equal(kueue.MultiKueueControllerName), "the generic adapter marks it dispatched through its managedByPath")
+
+		var worker, uid string
+		Eventually(func(g Gomega) {
+			copies := kindCopies(ctx, rc)
+			g.Expect(copies).To(HaveLen(1), "placement: %s", placementOfKind(ctx, rc))
+			worker = copies[0]
+			g.Expect(worker).To(BeElementOf("us-east", "us-west"))
+			wl := workloadOfKind(ctx, rc)
+			g.Expect(wl).NotTo(BeNil())
+			uid = string(wl.UID)
+			pods := podsLabelled(ctx, worker, fleetq.WorkloadUIDLabel, uid)
+			g.Expect(pods).To(HaveLen(3), "head and two GPU workers in %s", worker)
+			for _, p := range pods {
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+				if p.Labels["ray.io/node-type"] == "worker" {
+					g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100), "pod %s", p.Name)
+				}
+			}
+			state, _, _ := unstructured.NestedString(get(ctx, "management", rc).Object, "status", "state")
+			g.Expect(state).To(Equal("ready"), "the worker's status is mirrored")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(podsLabelled(ctx, "management", fleetq.WorkloadUIDLabel, uid)).To(BeEmpty(), "no pod in the management cluster")
+
+		Expect(mgmt.Delete(ctx, rc, client.PropagationPolicy("Background"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(kindCopies(ctx, rc)).To(BeEmpty(), "the copy is removed")
+			g.Expect(podsLabelled(ctx, worker, fleetq.WorkloadUIDLabel, uid)).To(BeEmpty(), "its pods are gone")
+			g.Expect(workloadOfKind(ctx, rc)).To(BeNil())
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 

@@ -33,6 +33,7 @@ import (
 	"github.com/fleetq/fleetq/dispatch/registry"
 	"github.com/fleetq/fleetq/e2e/components"
 	"github.com/fleetq/fleetq/e2e/framework"
+	"github.com/fleetq/fleetq/e2e/kinds"
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/e2e/manifest"
 	"github.com/fleetq/fleetq/e2e/overlap"
@@ -110,11 +111,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	mgrCfg.MultiCluster.ProbeInterval = &metav1.Duration{Duration: time.Second}
 	mgrCfg.MultiCluster.GCInterval = &metav1.Duration{Duration: 5 * time.Second}
 	mgrCfg.MultiCluster.ClusterAPISelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleetq.dev/worker": "true"}}
+	// RayClusters go through the generic adapter, in the manager and in every agent.
+	kinds.UseGenericRayCluster(&mgrCfg.Integrations)
 	Expect(mgrCfg.Validate()).To(BeEmpty())
 
 	for _, w := range workers {
 		acfg, err := components.AgentConfig(w, mgrCfg)
 		Expect(err).NotTo(HaveOccurred())
+		kinds.UseGenericRayCluster(&acfg.Integrations)
 		agents[w], err = components.StartAgent(ctx, env, acfg)
 		Expect(err).NotTo(HaveOccurred())
 	}

@@ -27,16 +27,6 @@ import (
 // kindsPoolName is the node pool (lab.PoolLabel) of the job-kind specs' A100 nodes.
 const kindsPoolName = "kinds-a100"
 
-// rayClusterGeneric describes KubeRay's RayCluster for the generic adapter, as a user would.
-var rayClusterGeneric = generic.Spec{
-	Group: "ray.io", Version: "v1", Kind: "RayCluster",
-	SuspendPath: "spec.suspend", ManagedByPath: "spec.managedBy",
-	PodSets: []generic.PodSetSpec{
-		{Name: "head", Template: "spec.headGroupSpec.template"},
-		{List: "spec.workerGroupSpecs", NameField: "groupName", Template: "template", Count: []string{"replicas"}},
-	},
-}
-
 var _ = Describe("Job kinds on one cluster", Ordered, func() {
 	const ns = "kinds"
 	gpuToleration := corev1.Toleration{Key: string(lab.GPUResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
@@ -203,7 +193,7 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 
 	It("refuses to start a manager whose generic description names a path RayCluster's schema lacks", func(ctx SpecContext) {
 		bad := *mgrCfg
-		typo := rayClusterGeneric
+		typo := kinds.RayClusterGeneric
 		typo.PodSets = []generic.PodSetSpec{typo.PodSets[0], {List: "spec.workerGroupSpecs", NameField: "groupName", Template: "templat", Count: []string{"replicas"}}}
 		bad.Integrations.Generic = []generic.Spec{typo}
 		_, err := setup.New(setup.Options{Config: &bad, RestConfig: env.Management().RESTConfig(), Log: GinkgoLogr, SeveralPerProcess: true})

@@ -5,7 +5,6 @@
 package singlecluster
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -20,8 +19,8 @@ import (
 	"github.com/fleetq/fleetq/config/crd"
 	"github.com/fleetq/fleetq/e2e/components"
 	"github.com/fleetq/fleetq/e2e/framework"
+	"github.com/fleetq/fleetq/e2e/kinds"
 	"github.com/fleetq/fleetq/e2e/lab"
-	"github.com/fleetq/fleetq/internal/integration/generic"
 )
 
 var (
@@ -58,8 +57,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	// RayClusters go through the generic adapter, described as a user would for a kind fleetq has
 	// no adapter for: the generic adapter against a real operator.
-	mgrCfg.Integrations.Frameworks = slices.DeleteFunc(slices.Clone(mgrCfg.Integrations.Frameworks), func(f string) bool { return f == "ray.io/raycluster" })
-	mgrCfg.Integrations.Generic = []generic.Spec{rayClusterGeneric}
+	kinds.UseGenericRayCluster(&mgrCfg.Integrations)
 	Expect(mgrCfg.Validate()).To(BeEmpty())
 	manager, err = components.StartManager(ctx, env, "management", mgrCfg)
 	Expect(err).NotTo(HaveOccurred())
