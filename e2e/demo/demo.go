@@ -112,6 +112,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := Clean(ctx, fleet.Management, o.Progress); err != nil {
 		return res, err
 	}
+	missing, err := MissingKinds(ctx, fleet, o.Scenario)
+	if err != nil {
+		return res, err
+	}
+	if sc, dropped := o.Scenario.WithoutKinds(missing); len(dropped) > 0 {
+		step(o.Progress, "leaving the story's %s out: no worker runs them (their CRDs and operators; on the lab: fleetq-lab down, then run the demo again)", strings.Join(dropped, " and "))
+		o.Scenario = sc
+	}
 	res.SetupTime = time.Since(start)
 	step(o.Progress, "ready in %s; the story begins", since(res.SetupTime))
 	r := &Runner{Management: fleet.Management, Scenario: o.Scenario, Screen: o.Screen, Check: check}
@@ -121,6 +129,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Summary = Summarize(s)
 	}
 	return res, err
+}
+
+// labSpec is the demo's lab: the default one with the job operators in every cluster, or the
+// default one without them when that is what already runs in dir (`fleetq-lab up`), which the
+// demo reuses rather than refuse.
+func labSpec(dir string) lab.Spec {
+	plain := lab.DefaultSpec(2)
+	plain.Default()
+	if st, err := lab.ReadState(dir); err == nil && st.Spec.String() == plain.String() {
+		return plain
+	}
+	spec := lab.DefaultSpec(2)
+	spec.WithOperators(lab.Operators...)
+	return spec
 }
 
 // onLab brings up (or reuses) the default lab, installs the CRDs, starts fleetq's processes and
@@ -145,14 +167,22 @@ func onLab(ctx context.Context, o Options, res *Result) (*Fleet, []string, func(
 			return nil, nil, nil, err
 		}
 	}
-	if err := lab.CheckBinaries(binDir, lab.BinariesFor(lab.ModeFull)); err != nil {
+	spec := labSpec(dir)
+	needed := lab.BinariesFor(lab.ModeFull)
+	for _, op := range spec.Management.Operators {
+		needed = append(needed, op.Binary())
+	}
+	if err := lab.CheckBinaries(binDir, needed); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := StopRecorded(ctx, dir, o.Progress); err != nil {
 		return nil, nil, nil, err
 	}
-	spec := lab.DefaultSpec(2)
-	step(o.Progress, "lab: management + us-east (4 nodes × 8 A100) + eu-west (4 nodes × 4 L4) in %s", dir)
+	operators := "training-operator and ray-operator in each"
+	if len(spec.Management.Operators) == 0 {
+		operators = "no job operators (a lab started without them runs there)"
+	}
+	step(o.Progress, "lab: management + us-east (4 nodes × 8 A100) + eu-west (4 nodes × 4 L4), %s, in %s", operators, dir)
 	l, started, err := lab.Up(ctx, local.New(), spec, lab.UpOptions{Dir: dir, BinDir: binDir, Owned: o.Owned, Progress: indent(o.Progress)})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w\n(if a lab is half up, 'fleetq-lab down' stops what is left)", err)

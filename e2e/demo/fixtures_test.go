@@ -168,10 +168,11 @@ func worker(name string, active bool, msg string) kueue.MultiKueueCluster {
 
 const tooBigMessage = `no worker has room: us-east: pod set "main": no node matches flavor labels; eu-west: pod set "main": largest node fit 4 of 6 nvidia.com/gpu`
 
-// midStory plays the default story up to inference's reclaim: research borrows, the too-big job is
-// explained, inference arrives and preempts train-6, which is requeued; returns the state at +14.5s.
+// midStory plays the default story (its Jobs only) up to inference's reclaim: research borrows,
+// the too-big job is explained, inference arrives and preempts train-6, which is requeued;
+// returns the state at +14.5s.
 func midStory() *State {
-	sc := Default(DefaultTimings)
+	sc, _ := Default(DefaultTimings).WithoutKinds(map[string]bool{KindPyTorchJob: true, KindRayJob: true})
 	s := NewState(sc, t0)
 	w := newWorld()
 	w.mkcs = []kueue.MultiKueueCluster{worker("us-east", true, ""), worker("eu-west", true, "")}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/kinds"
 	"github.com/fleetq/fleetq/e2e/manifest"
 )
 
@@ -309,6 +311,35 @@ func hasNodes(rep *fleetq.CapacityReport) bool {
 	return false
 }
 
+// MissingKinds lists the story's job kinds (other than batch/v1 Job) that cannot run: the
+// management cluster does not serve the kind, or no worker's agent reports running it.
+func MissingKinds(ctx context.Context, f *Fleet, sc Scenario) (map[string]bool, error) {
+	r := &Runner{Scenario: sc}
+	missing := map[string]bool{}
+	for _, kind := range r.storyKinds() {
+		gvk := KindGVKs[kind]
+		if _, err := f.Management.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if !meta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("cluster %q: looking up %s: %w", f.Management.Name, gvk, err)
+			}
+			missing[kind] = true
+			continue
+		}
+		framework := gvk.Group + "/" + strings.ToLower(kind)
+		runs := false
+		for _, w := range f.Workers {
+			rep := &fleetq.CapacityReport{}
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: f.AgentNamespace, Name: w.Name}, rep); err == nil && slices.Contains(rep.Status.Kinds, framework) {
+				runs = true
+			}
+		}
+		if !runs {
+			missing[kind] = true
+		}
+	}
+	return missing, nil
+}
+
 // Capacity describes what each worker's agent reports, e.g. "us-east: 4 nodes of a100-flavor,
 // 32 GPUs".
 func Capacity(ctx context.Context, f *Fleet) []string {
@@ -341,11 +372,25 @@ func Clean(ctx context.Context, c *Cluster, progress io.Writer) error {
 		for _, j := range jobs.Items {
 			uids[string(j.UID)] = true
 		}
-		if len(jobs.Items) == 0 {
-			continue
+		if len(jobs.Items) > 0 {
+			if err := c.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), sel, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				return fmt.Errorf("cluster %q: delete the previous demo's jobs in %s: %w", c.Name, ns, err)
+			}
 		}
-		if err := c.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), sel, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-			return fmt.Errorf("cluster %q: delete the previous demo's jobs in %s: %w", c.Name, ns, err)
+		for _, gvk := range KindGVKs {
+			items, err := kinds.List(ctx, c.Client, gvk, ns)
+			if err != nil {
+				return fmt.Errorf("cluster %q: %w", c.Name, err)
+			}
+			for _, u := range items {
+				if u.GetLabels()[PartOfLabel] != PartOfValue {
+					continue
+				}
+				uids[string(u.GetUID())] = true
+				if err := c.Client.Delete(ctx, &u, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("cluster %q: delete the previous demo's %s %s/%s: %w", c.Name, u.GetKind(), ns, u.GetName(), err)
+				}
+			}
 		}
 	}
 	if len(uids) == 0 {
@@ -362,6 +407,17 @@ func Clean(ctx context.Context, c *Cluster, progress io.Writer) error {
 			}
 			for _, j := range jobs.Items {
 				left = append(left, "job "+ns+"/"+j.Name)
+			}
+			for _, gvk := range KindGVKs {
+				items, err := kinds.List(ctx, c.Client, gvk, ns)
+				if err != nil {
+					return false, nil
+				}
+				for _, u := range items {
+					if uids[string(u.GetUID())] {
+						left = append(left, gvk.Kind+" "+ns+"/"+u.GetName())
+					}
+				}
 			}
 			wls := &kueue.WorkloadList{}
 			if err := c.Client.List(ctx, wls, client.InNamespace(ns)); err != nil {

@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -10,13 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/kinds"
 	"github.com/fleetq/fleetq/e2e/lab"
 )
 
@@ -55,7 +60,7 @@ func (r *Runner) Run(ctx context.Context) (*State, error) {
 	lastCheck := time.Now()
 	for {
 		now := time.Now()
-		snap, err := snapshot(ctx, reader)
+		snap, err := r.snapshot(ctx, reader)
 		if err != nil {
 			return s, err
 		}
@@ -111,12 +116,19 @@ func (r *Runner) Run(ctx context.Context) (*State, error) {
 // watch starts a cache of the demo's jobs, the teams' workloads, the ClusterQueues and the
 // workers, and a channel that receives a value whenever any of them changes.
 func (r *Runner) watch(ctx context.Context) (client.Reader, <-chan struct{}, error) {
+	demoJobs := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{PartOfLabel: PartOfValue})}
+	watched := []client.Object{&batchv1.Job{}, &kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.MultiKueueCluster{}}
+	byObject := map[client.Object]cache.ByObject{&batchv1.Job{}: demoJobs}
+	for _, kind := range r.storyKinds() {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(KindGVKs[kind])
+		byObject[u] = demoJobs
+		watched = append(watched, u)
+	}
 	c, err := cache.New(r.Management.Config, cache.Options{
 		Scheme:            Scheme,
 		DefaultNamespaces: map[string]cache.Config{Research: {}, Inference: {}},
-		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{PartOfLabel: PartOfValue})},
-		},
+		ByObject:          byObject,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster %q: watch cache: %w", r.Management.Name, err)
@@ -133,7 +145,7 @@ func (r *Runner) watch(ctx context.Context) (client.Reader, <-chan struct{}, err
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}
-	for _, obj := range []client.Object{&batchv1.Job{}, &kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.MultiKueueCluster{}} {
+	for _, obj := range watched {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, nil, fmt.Errorf("cluster %q: watch %T: %w", r.Management.Name, obj, err)
@@ -149,6 +161,36 @@ func (r *Runner) watch(ctx context.Context) (client.Reader, <-chan struct{}, err
 		return nil, nil, fmt.Errorf("cluster %q: the watch cache did not sync within a minute", r.Management.Name)
 	}
 	return c, changed, nil
+}
+
+// storyKinds lists the kinds other than batch/v1 Job the scenario submits.
+func (r *Runner) storyKinds() []string {
+	var out []string
+	for _, st := range r.Scenario.Steps {
+		for _, j := range st.Jobs {
+			if j.Kind != KindJob && !slices.Contains(out, j.Kind) {
+				out = append(out, j.Kind)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *Runner) snapshot(ctx context.Context, c client.Reader) (Snapshot, error) {
+	s, err := snapshot(ctx, c)
+	if err != nil {
+		return s, err
+	}
+	for _, kind := range r.storyKinds() {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(KindGVKs[kind].GroupVersion().WithKind(kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			return s, fmt.Errorf("reading %ss from the watch cache: %w", kind, err)
+		}
+		s.Kinds = append(s.Kinds, list.Items...)
+	}
+	return s, nil
 }
 
 func snapshot(ctx context.Context, c client.Reader) (Snapshot, error) {
@@ -169,13 +211,37 @@ func snapshot(ctx context.Context, c client.Reader) (Snapshot, error) {
 func (r *Runner) submit(ctx context.Context, s *State, specs []JobSpec) error {
 	for _, spec := range specs {
 		at := time.Now()
-		if err := r.Management.Client.Create(ctx, NewJob(spec)); err != nil {
+		if err := r.Management.Client.Create(ctx, NewObject(spec)); err != nil {
 			return fmt.Errorf("cluster %q: create job %s: %w", r.Management.Name, spec.Key(), err)
 		}
 		s.Track(spec, at)
 	}
 	return nil
 }
+
+// NewObject builds the job of a spec in its kind: a batch/v1 Job (NewJob), or a PyTorchJob or
+// RayJob as e2e/kinds writes them, with the demo's label, the queue-name label and every GPU pod
+// pinned to the spec's GPU model.
+func NewObject(spec JobSpec) client.Object {
+	opts := kinds.Options{Queue: LocalQueue, Workers: int(spec.Pods), GPUs: int(spec.GPUs), RunFor: spec.RunFor.String(), Product: spec.GPU}
+	var u *unstructured.Unstructured
+	switch spec.Kind {
+	case KindPyTorchJob:
+		opts.Workers-- // the master is the first GPU pod
+		u = kinds.PyTorchJob(spec.Team, spec.Name, opts)
+	case KindRayJob:
+		u = kinds.RayJob(spec.Team, spec.Name, opts)
+	default:
+		return NewJob(spec)
+	}
+	labels := u.GetLabels()
+	labels[PartOfLabel] = PartOfValue
+	u.SetLabels(labels)
+	return u
+}
+
+// KindGVKs are the kinds of the story's jobs other than batch/v1 Job.
+var KindGVKs = map[string]schema.GroupVersionKind{KindPyTorchJob: kinds.PyTorchJobGVK, KindRayJob: kinds.RayJobGVK}
 
 // NewJob builds the batch/v1 Job of a spec as a team would write it: the queue-name label, a
 // node selector for its GPU model, GPU requests, and the fake nodes' run time on its pods.

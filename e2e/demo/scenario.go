@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -23,11 +24,24 @@ const (
 // ClusterQueueOf names a team's ClusterQueue.
 func ClusterQueueOf(team string) string { return team + "-gpu-cq" }
 
+// Kinds of jobs the story submits besides batch/v1 Jobs.
+const (
+	// KindJob is a batch/v1 Job (JobSpec.Kind "").
+	KindJob = ""
+	// KindPyTorchJob is a Kubeflow PyTorchJob: a master and Pods-1 workers, all with GPUs.
+	KindPyTorchJob = "PyTorchJob"
+	// KindRayJob is a KubeRay RayJob: Pods GPU workers, a CPU head and the submitter, which
+	// runs RunFor.
+	KindRayJob = "RayJob"
+)
+
 // JobSpec is one job a team submits: Pods pods of GPUs GPUs each on one GPU model, running RunFor
 // on the fake nodes.
 type JobSpec struct {
 	Team string
 	Name string
+	// Kind is KindJob, KindPyTorchJob or KindRayJob.
+	Kind string
 	Pods int32
 	GPUs int64
 	// GPU is the model the job pins with a node selector (the tutorial: an 80GB job must not be
@@ -42,6 +56,14 @@ type JobSpec struct {
 // Key is namespace/name.
 func (j JobSpec) Key() string { return j.Team + "/" + j.Name }
 
+// ObjectKind is the kind of the job's object ("Job" for KindJob).
+func (j JobSpec) ObjectKind() string {
+	if j.Kind == KindJob {
+		return "Job"
+	}
+	return j.Kind
+}
+
 // GPUModel is the short name of the job's GPU model, for the screen.
 func (j JobSpec) GPUModel() string {
 	switch j.GPU {
@@ -53,8 +75,14 @@ func (j JobSpec) GPUModel() string {
 	return j.GPU
 }
 
-// Shape is "2×2 A100": pods × GPUs per pod, model.
-func (j JobSpec) Shape() string { return fmt.Sprintf("%d×%d %s", j.Pods, j.GPUs, j.GPUModel()) }
+// Shape is "2×2 A100": pods × GPUs per pod, model; "PyTorchJob 2×4 A100" for other kinds.
+func (j JobSpec) Shape() string {
+	shape := fmt.Sprintf("%d×%d %s", j.Pods, j.GPUs, j.GPUModel())
+	if j.Kind != KindJob {
+		shape = j.Kind + " " + shape
+	}
+	return shape
+}
 
 // Step is one burst of submissions: its jobs go in once When holds (at once when nil), after the
 // scenario's Hold so a viewer can read what just happened.
@@ -71,6 +99,8 @@ type Milestone struct {
 	Reached func(*State) bool
 	// Detail, when set, is shown under the reached milestone (the explanation it is about).
 	Detail func(*State) string
+	// Kinds are the job kinds the milestone is about; it is dropped with them (WithoutKinds).
+	Kinds []string
 }
 
 // Scenario is the story: bursts of jobs and the beats they must produce.
@@ -127,7 +157,16 @@ func Default(t Timings) Scenario {
 	for i := 1; i <= 2; i++ {
 		inference = append(inference, JobSpec{Team: Inference, Name: fmt.Sprintf("embed-%d", i), Pods: 2, GPUs: 1, GPU: L4, RunFor: t.L4})
 	}
-	return story("default", t, research, inference)
+	return story("default", t, research, inference, operatorJobs(4, t.Research/2))
+}
+
+// operatorJobs are research's jobs for the real operators: a PyTorchJob of a master and a worker
+// and a RayJob of two GPU workers, gpus A100s per GPU pod.
+func operatorJobs(gpus int64, runFor time.Duration) []JobSpec {
+	return []JobSpec{
+		{Team: Research, Name: "finetune", Kind: KindPyTorchJob, Pods: 2, GPUs: gpus, GPU: A100, RunFor: runFor},
+		{Team: Research, Name: "sweep", Kind: KindRayJob, Pods: 2, GPUs: gpus, GPU: A100, RunFor: runFor},
+	}
 }
 
 // Smoke is the same story with fewer, shorter jobs, for the test on the lab: three 8-GPU research
@@ -143,7 +182,7 @@ func Smoke(t Timings) Scenario {
 		{Team: Inference, Name: "serve-2", Pods: 1, GPUs: 8, GPU: A100, RunFor: t.Inference},
 		{Team: Inference, Name: "embed-1", Pods: 2, GPUs: 1, GPU: L4, RunFor: t.L4},
 	}
-	return story("smoke", t, research, inference)
+	return story("smoke", t, research, inference, operatorJobs(4, t.Inference))
 }
 
 // tooBig asks for 6 L4s in one pod: within research's L4 quota, but L4 nodes have 4 GPUs.
@@ -151,8 +190,10 @@ func tooBig() JobSpec {
 	return JobSpec{Team: Research, Name: "eval-6xl4", Pods: 1, GPUs: 6, GPU: L4, RunFor: time.Minute, Stuck: true}
 }
 
-func story(name string, t Timings, research, inference []JobSpec) Scenario {
-	return Scenario{
+// story plays research's burst, inference's reclaim, then (when operators is not empty)
+// research's Kubeflow and Ray jobs once the reclaim happened.
+func story(name string, t Timings, research, inference, operators []JobSpec) Scenario {
+	sc := Scenario{
 		Name: name,
 		Hold: t.Hold, Timeout: t.Timeout,
 		Steps: []Step{
@@ -184,4 +225,50 @@ func story(name string, t Timings, research, inference []JobSpec) Scenario {
 			{Title: "every job that fits has finished", Reached: func(s *State) bool { return s.AllDone() }},
 		},
 	}
+	if len(operators) == 0 {
+		return sc
+	}
+	sc.Steps = append(sc.Steps, Step{
+		Title: "research submits a PyTorchJob and a RayJob (A100): they queue for quota like Jobs and run on training-operator and ray-operator in a worker",
+		When:  func(s *State) bool { return s.Preemptions() > 0 },
+		Jobs:  operators,
+	})
+	done := sc.Milestones[len(sc.Milestones)-1]
+	sc.Milestones = append(sc.Milestones[:len(sc.Milestones)-1], Milestone{
+		Title:   "a PyTorchJob and a RayJob ran to completion on their operators in a worker",
+		Reached: func(s *State) bool { return s.FinishedKind(KindPyTorchJob) > 0 && s.FinishedKind(KindRayJob) > 0 },
+		Kinds:   []string{KindPyTorchJob, KindRayJob},
+	}, done)
+	return sc
+}
+
+// WithoutKinds drops the jobs of kinds the clusters cannot run (their CRDs or operators are
+// missing) and the milestone about them; it returns the kinds it dropped.
+func (sc Scenario) WithoutKinds(missing map[string]bool) (Scenario, []string) {
+	var dropped []string
+	var steps []Step
+	for _, st := range sc.Steps {
+		var jobs []JobSpec
+		for _, j := range st.Jobs {
+			if missing[j.Kind] {
+				if !slices.Contains(dropped, j.Kind) {
+					dropped = append(dropped, j.Kind)
+				}
+				continue
+			}
+			jobs = append(jobs, j)
+		}
+		if len(jobs) > 0 {
+			st.Jobs = jobs
+			steps = append(steps, st)
+		}
+	}
+	if len(dropped) == 0 {
+		return sc, nil
+	}
+	sc.Steps = steps
+	sc.Milestones = slices.DeleteFunc(slices.Clone(sc.Milestones), func(m Milestone) bool {
+		return slices.ContainsFunc(m.Kinds, func(k string) bool { return missing[k] })
+	})
+	return sc, dropped
 }

@@ -12,8 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/internal/integration"
+	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	"github.com/fleetq/fleetq/internal/integration/kubeflow"
+	"github.com/fleetq/fleetq/internal/integration/ray"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
@@ -135,7 +141,9 @@ type MilestoneView struct {
 
 // Snapshot is what the demo reads from the management cluster each time something changes.
 type Snapshot struct {
-	Jobs          []batchv1.Job
+	Jobs []batchv1.Job
+	// Kinds are the demo's jobs of other kinds (PyTorchJobs, RayJobs).
+	Kinds         []unstructured.Unstructured
 	Workloads     []kueue.Workload
 	ClusterQueues []kueue.ClusterQueue
 	Clusters      []kueue.MultiKueueCluster
@@ -193,30 +201,34 @@ func (s *State) Observe(snap Snapshot, now time.Time) []Event {
 	first := len(s.Events)
 	s.observeWorkers(snap.Clusters)
 	s.observeQueues(snap.ClusterQueues)
-	jobs := map[string]*batchv1.Job{}
+	jobs := map[string]*jobObject{}
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
-		jobs[j.Namespace+"/"+j.Name] = j
+		jobs[kindKey("Job", j.Namespace, j.Name)] = &jobObject{uid: j.UID, status: batchjob.Adapter{}.Status(j)}
 	}
-	// A job's workload is the one its Job controls, matched by UID so a leftover from an earlier
+	for i := range snap.Kinds {
+		u := &snap.Kinds[i]
+		if a, ok := kindAdapters[u.GetKind()]; ok {
+			jobs[kindKey(u.GetKind(), u.GetNamespace(), u.GetName())] = &jobObject{uid: u.GetUID(), status: a.Status(u)}
+		}
+	}
+	// A job's workload is the one its job controls, matched by UID so a leftover from an earlier
 	// run of the same name is never taken for it.
 	wls := map[string]*kueue.Workload{}
 	byWorkload := map[string]string{}
 	for i := range snap.Workloads {
 		wl := &snap.Workloads[i]
 		for _, o := range wl.OwnerReferences {
-			if o.Kind != "Job" {
-				continue
-			}
-			key := wl.Namespace + "/" + o.Name
-			if j, ok := jobs[key]; ok && j.UID == o.UID {
+			key := kindKey(o.Kind, wl.Namespace, o.Name)
+			if j, ok := jobs[key]; ok && j.uid == o.UID {
 				wls[key] = wl
-				byWorkload[wl.Namespace+"/"+wl.Name] = key
+				byWorkload[wl.Namespace+"/"+wl.Name] = wl.Namespace + "/" + o.Name
 			}
 		}
 	}
 	for _, j := range s.Jobs {
-		s.observeJob(j, jobs[j.Spec.Key()], wls[j.Spec.Key()], byWorkload)
+		key := kindKey(j.Spec.ObjectKind(), j.Spec.Team, j.Spec.Name)
+		s.observeJob(j, jobs[key], wls[key], byWorkload)
 	}
 	for i, m := range s.milestones {
 		if !s.Milestones[i].Reached && m.Reached(s) {
@@ -307,7 +319,7 @@ func queueOrder(name string) string {
 	return "2" + name
 }
 
-func (s *State) observeJob(j *JobView, job *batchv1.Job, wl *kueue.Workload, byWorkload map[string]string) {
+func (s *State) observeJob(j *JobView, job *jobObject, wl *kueue.Workload, byWorkload map[string]string) {
 	prev := j.Phase
 	phase, detail := phaseOf(job, wl, s.Now)
 	j.Detail = detail
@@ -457,19 +469,25 @@ func preemptor(ev *metav1.Condition, byWorkload map[string]string) string {
 }
 
 // phaseOf reads a job's phase from its Job and Workload on the management cluster.
-func phaseOf(job *batchv1.Job, wl *kueue.Workload, now time.Time) (Phase, string) {
-	if job != nil {
-		for _, c := range job.Status.Conditions {
-			if c.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch c.Type {
-			case batchv1.JobComplete:
-				return PhaseFinished, ""
-			case batchv1.JobFailed:
-				return PhaseFailed, c.Message
-			}
+// jobObject is what the story reads of a job of any kind: its UID and where its kind's status
+// says it is (through the kind's fleetq integration).
+type jobObject struct {
+	uid    types.UID
+	status integration.Status
+}
+
+// kindAdapters read the status of the story's kinds other than batch/v1 Job.
+var kindAdapters = map[string]integration.Adapter{KindPyTorchJob: kubeflow.PyTorchJob, KindRayJob: ray.RayJob}
+
+// kindKey identifies a job of a kind.
+func kindKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+func phaseOf(job *jobObject, wl *kueue.Workload, now time.Time) (Phase, string) {
+	if job != nil && job.status.Finished {
+		if job.status.Failed {
+			return PhaseFailed, job.status.Message
 		}
+		return PhaseFinished, ""
 	}
 	if wl == nil {
 		return PhaseSubmitted, "waiting for its Workload"
@@ -494,7 +512,7 @@ func phaseOf(job *batchv1.Job, wl *kueue.Workload, now time.Time) (Phase, string
 		if !meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted) {
 			return PhaseDispatching, checkMessage(wl)
 		}
-		if job != nil && job.Status.Active > 0 {
+		if job != nil && job.status.Active {
 			return PhaseRunning, ""
 		}
 		return PhaseAdmitted, ""
@@ -573,6 +591,17 @@ func (s *State) RanOn(cluster, gpu string) int {
 	n := 0
 	for _, j := range s.Jobs {
 		if j.Spec.GPU == gpu && slices.Contains(j.Ran, cluster) {
+			n++
+		}
+	}
+	return n
+}
+
+// FinishedKind counts the finished jobs of a kind (KindPyTorchJob, ...).
+func (s *State) FinishedKind(kind string) int {
+	n := 0
+	for _, j := range s.Jobs {
+		if j.Spec.Kind == kind && j.Phase == PhaseFinished {
 			n++
 		}
 	}

@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,9 +10,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/internal/integration/batchjob"
 )
 
 func TestPhaseOf(t *testing.T) {
@@ -109,7 +114,8 @@ func TestPhaseOf(t *testing.T) {
 				tc.setup(w)
 				wl = w.wls[spec.Key()]
 			}
-			phase, detail := phaseOf(w.jobs[spec.Key()], wl, now)
+			job := w.jobs[spec.Key()]
+			phase, detail := phaseOf(&jobObject{uid: job.UID, status: batchjob.Adapter{}.Status(job)}, wl, now)
 			if phase != tc.want || detail != tc.wantDetail {
 				t.Errorf("phaseOf = %s %q, want %s %q", phase, detail, tc.want, tc.wantDetail)
 			}
@@ -117,7 +123,7 @@ func TestPhaseOf(t *testing.T) {
 	}
 }
 
-func kinds(events []Event) []EventKind {
+func eventKinds(events []Event) []EventKind {
 	var out []EventKind
 	for _, e := range events {
 		out = append(out, e.Kind)
@@ -155,7 +161,7 @@ func TestObserveFollowsTheStory(t *testing.T) {
 		EventPreempted, EventRunning, EventRunning, EventRunning, EventMilestone, EventMilestone,
 		EventRequeued, EventRunning,
 	}
-	if diff := cmp.Diff(wantKinds, kinds(s.Events)); diff != "" {
+	if diff := cmp.Diff(wantKinds, eventKinds(s.Events)); diff != "" {
 		t.Errorf("event kinds (-want +got):\n%s", diff)
 	}
 	reached := map[string]bool{}
@@ -189,7 +195,7 @@ func TestObserveCountsAPreemptionItMissed(t *testing.T) {
 	w.preempt(spec.Key(), "inference/job-serve-1-abcde")
 	w.requeue(spec.Key(), at(time.Hour))
 	events := s.Observe(w.snapshot(), at(2*time.Second))
-	if diff := cmp.Diff([]EventKind{EventPreempted, EventRequeued}, kinds(events)); diff != "" {
+	if diff := cmp.Diff([]EventKind{EventPreempted, EventRequeued}, eventKinds(events)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	if got := s.Job(spec.Key()).Preemptions; got != 1 {
@@ -301,5 +307,98 @@ func TestShortReason(t *testing.T) {
 		if got := ShortReason(in); got != want {
 			t.Errorf("ShortReason(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestObserveOtherKinds: a PyTorchJob and a RayJob are followed through their workloads and
+// their kinds' status, as Jobs are.
+func TestObserveOtherKinds(t *testing.T) {
+	sc := Smoke(SmokeTimings)
+	ops := sc.Steps[len(sc.Steps)-1].Jobs
+	s := NewState(Scenario{Steps: []Step{{Jobs: ops}}, Milestones: sc.Milestones}, t0)
+	var snap Snapshot
+	for _, spec := range ops {
+		s.Track(spec, t0)
+		u := NewObject(spec).(*unstructured.Unstructured)
+		u.SetUID(types.UID("uid-" + spec.Name))
+		snap.Kinds = append(snap.Kinds, *u)
+		wl := kueue.Workload{ObjectMeta: metav1.ObjectMeta{
+			Namespace: spec.Team, Name: strings.ToLower(spec.Kind) + "-" + spec.Name + "-abcde",
+			OwnerReferences: []metav1.OwnerReference{{Kind: spec.Kind, Name: spec.Name, UID: u.GetUID(), Controller: ptr.To(true)}},
+		}}
+		setConds(&wl, cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", "Quota reserved in ClusterQueue research-gpu-cq, placed on worker us-east"),
+			cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", ""))
+		wl.Status.ClusterName = ptr.To("us-east")
+		snap.Workloads = append(snap.Workloads, wl)
+	}
+	// Both mirrored as running: the PyTorchJob's replicas active, the RayJob Running.
+	_ = unstructured.SetNestedField(snap.Kinds[0].Object, map[string]any{"Master": map[string]any{"active": int64(1)}}, "status", "replicaStatuses")
+	_ = unstructured.SetNestedField(snap.Kinds[1].Object, "Running", "status", "jobDeploymentStatus")
+	s.Observe(snap, at(time.Second))
+	for _, j := range s.Jobs {
+		if j.Phase != PhaseRunning || j.Cluster != "us-east" {
+			t.Errorf("%s: phase %s on %q, want running on us-east", j.Spec.Key(), j.Phase, j.Cluster)
+		}
+	}
+	if s.FinishedKind(KindPyTorchJob) != 0 {
+		t.Errorf("a running PyTorchJob counts as finished")
+	}
+	_ = unstructured.SetNestedSlice(snap.Kinds[0].Object, []any{map[string]any{"type": "Succeeded", "status": "True"}}, "status", "conditions")
+	_ = unstructured.SetNestedField(snap.Kinds[1].Object, "Complete", "status", "jobDeploymentStatus")
+	_ = unstructured.SetNestedField(snap.Kinds[1].Object, "SUCCEEDED", "status", "jobStatus")
+	s.Observe(snap, at(2*time.Second))
+	if s.FinishedKind(KindPyTorchJob) != 1 || s.FinishedKind(KindRayJob) != 1 {
+		t.Errorf("finished: %d PyTorchJobs, %d RayJobs; want 1 and 1", s.FinishedKind(KindPyTorchJob), s.FinishedKind(KindRayJob))
+	}
+	reached := false
+	for _, m := range s.Milestones {
+		if strings.Contains(m.Title, "PyTorchJob and a RayJob") {
+			reached = m.Reached
+		}
+	}
+	if !reached {
+		t.Errorf("the operators' milestone is not reached: %+v", s.Milestones)
+	}
+}
+
+func TestWithoutKinds(t *testing.T) {
+	sc := Default(DefaultTimings)
+	if len(sc.Steps) != 3 {
+		t.Fatalf("the default story has %d steps, want 3 (research, inference, the operators' jobs)", len(sc.Steps))
+	}
+	got, dropped := sc.WithoutKinds(map[string]bool{KindRayJob: true})
+	if diff := cmp.Diff([]string{KindRayJob}, dropped); diff != "" {
+		t.Errorf("dropped (-want +got):\n%s", diff)
+	}
+	if last := got.Steps[len(got.Steps)-1].Jobs; len(last) != 1 || last[0].Kind != KindPyTorchJob {
+		t.Errorf("the last step keeps %+v, want the PyTorchJob only", last)
+	}
+	for _, m := range got.Milestones {
+		if slices.Contains(m.Kinds, KindRayJob) {
+			t.Errorf("milestone %q about RayJobs kept", m.Title)
+		}
+	}
+	all, _ := sc.WithoutKinds(map[string]bool{KindRayJob: true, KindPyTorchJob: true})
+	if len(all.Steps) != 2 || len(all.Milestones) != len(sc.Milestones)-1 {
+		t.Errorf("without both kinds: %d steps, %d milestones", len(all.Steps), len(all.Milestones))
+	}
+	if same, dropped := sc.WithoutKinds(map[string]bool{}); len(dropped) != 0 || len(same.Steps) != 3 {
+		t.Errorf("nothing missing changed the story")
+	}
+}
+
+func TestNewObject(t *testing.T) {
+	pt := NewObject(JobSpec{Team: Research, Name: "finetune", Kind: KindPyTorchJob, Pods: 3, GPUs: 4, GPU: A100, RunFor: time.Minute}).(*unstructured.Unstructured)
+	if pt.GetLabels()[PartOfLabel] != PartOfValue || pt.GetLabels()[kueue.QueueNameLabel] != LocalQueue {
+		t.Errorf("labels %v", pt.GetLabels())
+	}
+	// Numbers read from YAML are JSON numbers (float64) in an unstructured object.
+	workers, _, _ := unstructured.NestedFloat64(pt.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+	sel, _, _ := unstructured.NestedStringMap(pt.Object, "spec", "pytorchReplicaSpecs", "Master", "template", "spec", "nodeSelector")
+	if workers != 2 || sel["nvidia.com/gpu.product"] != A100 {
+		t.Errorf("PyTorchJob of 3 GPU pods: %v workers (want 2), master selector %v", workers, sel)
+	}
+	if _, ok := NewObject(JobSpec{Team: Research, Name: "train-1", Pods: 1, GPUs: 4, GPU: A100, RunFor: time.Minute}).(*batchv1.Job); !ok {
+		t.Errorf("a spec without a kind is not a batch/v1 Job")
 	}
 }
