@@ -115,6 +115,25 @@ func Find(placements []PodSetPlacement, name kueue.PodSetReference) (PodSetPlace
 	return PodSetPlacement{}, false
 }
 
+// RestoreTemplates is RestorePodSets for an adapter that reads its pod sets into a list: for each
+// pod set that the workload's original pod sets name, it restores the scheduling fields of the
+// template the user wrote and writes the template back with set; it reports whether any changed.
+func RestoreTemplates[S any](original []kueue.PodSet, sets []S, podSet func(S) *kueue.PodSet, set func(S, *corev1.PodTemplateSpec) error) bool {
+	changed := false
+	for _, s := range sets {
+		ps := podSet(s)
+		o := FindPodSet(original, ps.Name)
+		if o == nil {
+			continue
+		}
+		t := ps.Template.DeepCopy()
+		if Restore(t, &o.Template) && set(s, t) == nil {
+			changed = true
+		}
+	}
+	return changed
+}
+
 // FindPodSet returns the pod set of that name, if there is one.
 func FindPodSet(podSets []kueue.PodSet, name kueue.PodSetReference) *kueue.PodSet {
 	for i := range podSets {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -228,18 +229,10 @@ func (a Adapter) RestorePodSets(obj client.Object, original []kueue.PodSet) bool
 	if err != nil {
 		return false
 	}
-	changed := false
-	for _, ps := range sets {
-		o := integration.FindPodSet(original, ps.Name)
-		if o == nil {
-			continue
-		}
-		t := ps.Template.DeepCopy()
-		if integration.Restore(t, &o.Template) && integration.SetTemplate(ps.base, ps.template, t) == nil {
-			changed = true
-		}
-	}
-	return changed
+	return integration.RestoreTemplates(original, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+		func(ps podSet, t *corev1.PodTemplateSpec) error {
+			return integration.SetTemplate(ps.base, ps.template, t)
+		})
 }
 
 func indexOf(sets []podSet, name kueue.PodSetReference) int {

@@ -252,18 +252,8 @@ func (a Adapter) RestorePodSets(obj client.Object, original []kueue.PodSet) bool
 	if err != nil {
 		return false
 	}
-	changed := false
-	for _, ps := range sets {
-		o := integration.FindPodSet(original, ps.Name)
-		if o == nil {
-			continue
-		}
-		t := ps.Template.DeepCopy()
-		if integration.Restore(t, &o.Template) && a.setTemplate(obj, ps, t) == nil {
-			changed = true
-		}
-	}
-	return changed
+	return integration.RestoreTemplates(original, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+		func(ps podSet, t *corev1.PodTemplateSpec) error { return a.setTemplate(obj, ps, t) })
 }
 
 func indexOf(sets []podSet, name kueue.PodSetReference) int {
