@@ -108,22 +108,6 @@ spec:
       restartPolicy: Never
       tolerations: %[3]s
       containers: [{name: ray-job-submitter, image: registry.example/ray:2.41.0, resources: {requests: {cpu: 200m}}}]
-  rayClusterSpec:
-    headGroupSpec:
-      rayStartParams: {}
-      template:
-        spec:
-          tolerations: %[3]s
-          containers: [{name: ray-head, image: registry.example/ray:2.41.0, resources: {requests: {cpu: "1"}}}]
-    workerGroupSpecs:
-    - groupName: gpu
-      replicas: %[4]d
-      rayStartParams: {}
-      template:
-        spec:
-          nodeSelector: %[2]s
-          tolerations: %[3]s
-          containers: [{name: ray-worker, image: registry.example/ray:2.41.0, resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: %[5]d}}}]
 `
 
 const rayClusterYAML = `
@@ -160,10 +144,15 @@ func PyTorchJob(namespace, name string, o Options) *unstructured.Unstructured {
 	return render(pyTorchJobYAML, namespace, name, o)
 }
 
-// RayJob is a RayJob whose Ray cluster has a CPU head and o.Workers GPU workers of o.GPUs GPUs;
-// its submitter runs for o.RunFor, and the cluster is deleted when the job ends.
+// RayJob is a RayJob whose Ray cluster is RayCluster's; its submitter runs for o.RunFor, and the
+// cluster is deleted when the job ends.
 func RayJob(namespace, name string, o Options) *unstructured.Unstructured {
-	return render(rayJobYAML, namespace, name, o)
+	u := render(rayJobYAML, namespace, name, o)
+	cluster := RayCluster(namespace, name, o)
+	if err := unstructured.SetNestedField(u.Object, cluster.Object["spec"], "spec", "rayClusterSpec"); err != nil {
+		panic(fmt.Sprintf("kinds: %v", err))
+	}
+	return u
 }
 
 func render(doc, namespace, name string, o Options) *unstructured.Unstructured {
