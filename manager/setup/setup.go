@@ -121,13 +121,13 @@ func New(opts Options) (*Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
 		Client:                        client.Options{FieldOwner: FieldManager},
-		// The manager reads Secrets (worker kubeconfigs, its webhook certificate) only in its own
-		// namespace and Cluster API's: its cache never lists Secrets anywhere else.
-		// Pods: only those fleetq started (its identity label), whose end releases a stopped
-		// job's reservation.
 		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
+			// The manager reads Secrets (worker kubeconfigs, its webhook certificate) only in its
+			// own namespace and Cluster API's: its cache never lists Secrets anywhere else.
 			&corev1.Secret{}: {Namespaces: secretNamespaces(cfg)},
-			&corev1.Pod{}:    {Label: jobs.PodSelector()},
+			// Pods: only those fleetq started (its identity label), whose end releases a stopped
+			// job's reservation.
+			&corev1.Pod{}: {Label: jobs.PodSelector()},
 		}},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 	})
