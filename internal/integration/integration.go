@@ -26,6 +26,9 @@ const (
 	WorkloadUIDLabel = fleetq.WorkloadUIDLabel
 	// PodSetLabel carries the pod set's name (Kueue's label).
 	PodSetLabel = fleetq.PodSetLabel
+	// ManagedLabel ("true") marks every pod fleetq manages: the pods it started and the plain
+	// Pods it holds; the manager caches only pods carrying it.
+	ManagedLabel = "kueue.x-k8s.io/managed"
 )
 
 // Adapter integrates one kind of job. Its methods are pure: they read or change the object they
@@ -85,6 +88,9 @@ type Fields struct {
 	// Size is where a pod set's pod count is written (spec.parallelism), for messages; empty
 	// for kinds with one count per pod set of their own.
 	Size string
+	// LocalOnly says the kind runs only through ClusterQueues that do not dispatch to workers
+	// (plain Pods: their status is their kubelet's, so a worker's copy could not be mirrored).
+	LocalOnly bool
 }
 
 // Status is where a job is in its life, as its kind's status says.
@@ -96,6 +102,12 @@ type Status struct {
 	// Active is true while the job may still have pods (running, or terminating after a
 	// suspend): a stopped job's reservation is released only once Active is false.
 	Active bool
+}
+
+// Deleter is implemented by kinds that cannot be suspended again once started (a Pod): fleetq
+// stops an evicted one by deleting it instead, and does not requeue it.
+type Deleter interface {
+	StopByDeletion() bool
 }
 
 // Reclaimer is implemented by kinds whose pods finish one by one (a Job with completions): how

@@ -36,6 +36,7 @@ func Placements(wl *kueue.Workload, flavors Flavors, checks []kueue.AdmissionChe
 		p := PlacementFor(psa, flavors, checks)
 		p.Labels[WorkloadUIDLabel] = string(wl.UID)
 		p.Labels[PodSetLabel] = string(psa.Name)
+		p.Labels[ManagedLabel] = "true"
 		out = append(out, PodSetPlacement{Name: psa.Name, Count: psa.Count, Placement: p})
 	}
 	return out

@@ -34,9 +34,10 @@ func SetupPodIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	})
 }
 
-// PodSelector selects the pods fleetq started, the only pods the manager caches.
+// PodSelector selects the pods fleetq manages (integration.ManagedLabel), the only pods the
+// manager caches: those it started, and the plain Pods it holds.
 func PodSelector() labels.Selector {
-	req, err := labels.NewRequirement(integration.WorkloadUIDLabel, selection.Exists, nil)
+	req, err := labels.NewRequirement(integration.ManagedLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key
 	}
