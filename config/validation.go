@@ -74,11 +74,16 @@ var KnownFrameworks = []string{
 	FrameworkBatchJob,
 	"kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob", "kubeflow.org/mpijob",
 	"ray.io/rayjob", "ray.io/raycluster",
+	FrameworkPod,
 }
 
-// DefaultFrameworks are integrated when integrations.frameworks is empty: every known one; a
-// kind whose CRD a cluster does not serve is left out there.
-var DefaultFrameworks = KnownFrameworks
+// FrameworkPod is the integration of plain Pods, opt-in as in Kueue: its webhook sees every Pod
+// that names a queue.
+const FrameworkPod = "pod"
+
+// DefaultFrameworks are integrated when integrations.frameworks is empty: every known one but
+// plain Pods; a kind whose CRD a cluster does not serve is left out there.
+var DefaultFrameworks = slices.DeleteFunc(slices.Clone(KnownFrameworks), func(f string) bool { return f == FrameworkPod })
 
 func (in Integrations) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList

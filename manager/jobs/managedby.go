@@ -22,9 +22,13 @@ func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, cl
 	if !ok {
 		return ""
 	}
+	if multi && a.Fields().LocalOnly {
+		return fmt.Sprintf("ClusterQueue %s runs its workloads in worker clusters, but a %s runs only in the cluster it was created in; submit it through a LocalQueue of a ClusterQueue without a MultiKueue admission check, or wrap it in a Job",
+			clusterQueue, a.GVK().Kind)
+	}
 	field := a.Fields().ManagedBy
 	if field == "" {
-		return "" // held by a scheduling gate wherever it is
+		return "" // held suspended here while its copy runs in a worker
 	}
 	kind := a.GVK().Kind
 	is := fmt.Sprintf("is %q", managedBy)

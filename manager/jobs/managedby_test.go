@@ -11,10 +11,11 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	"github.com/fleetq/fleetq/internal/integration/pod"
 )
 
 func TestManagedByProblem(t *testing.T) {
-	reg, err := integration.NewRegistry(batchjob.Adapter{})
+	reg, err := integration.NewRegistry(batchjob.Adapter{}, pod.Adapter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,6 +26,12 @@ func TestManagedByProblem(t *testing.T) {
 		}, Spec: kueue.WorkloadSpec{QueueName: "team-queue"}}
 	}
 	by := func(v string) map[string]string { return map[string]string{fleetq.JobManagedByAnnotation: v} }
+	ownedPod := func() *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{
+			Annotations:     by(""),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "notebook", Controller: ptr.To(true)}},
+		}}
+	}
 	cases := map[string]struct {
 		wl    *kueue.Workload
 		multi bool
@@ -39,6 +46,9 @@ func TestManagedByProblem(t *testing.T) {
 			want: []string{"spec.managedBy is unset", "delete the Job and create it again"}},
 		"dispatched job on a local queue": {wl: owned(by(ManagedByMultiKueue)),
 			want: []string{"runs its workloads in this cluster", "no controller here would run it", "point LocalQueue team-queue at a multi-cluster ClusterQueue"}},
+		"plain Pod on a multi-cluster queue": {wl: ownedPod(), multi: true,
+			want: []string{"ClusterQueue cq runs its workloads in worker clusters, but a Pod runs only in the cluster it was created in", "without a MultiKueue admission check"}},
+		"plain Pod on a local queue":              {wl: ownedPod()},
 		"a workload without a job is not checked": {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: by("x")}}, multi: true},
 		"a workload from before the annotation":   {wl: owned(nil), multi: true},
 	}

@@ -370,6 +370,18 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, obj client.Obje
 // time), so suspending and restoring are two writes.
 func (r *Reconciler) stop(ctx context.Context, log logr.Logger, obj client.Object, wl *kueue.Workload, st integration.Status) (reconcile.Result, error) {
 	reason, msg := evictionCause(wl)
+	if d, ok := r.Adapter.(integration.Deleter); ok && d.StopByDeletion() && !r.Adapter.Suspended(obj) {
+		// A started Pod cannot be held again: it is deleted, and its workload goes with it once
+		// the pod is gone (its quota with it); nothing is requeued.
+		if obj.GetDeletionTimestamp() == nil {
+			if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting %s %s/%s to stop it: %w", r.Adapter.GVK().Kind, obj.GetNamespace(), obj.GetName(), err)
+			}
+			log.V(2).Info("Job deleted to stop it", "reason", reason)
+			r.event(obj, corev1.EventTypeNormal, ReasonStopped, "%s; deleted, since a started %s cannot be held again", msg, r.Adapter.GVK().Kind)
+		}
+		return reconcile.Result{}, nil
+	}
 	if !r.Adapter.Suspended(obj) {
 		orig := obj.DeepCopyObject().(client.Object)
 		r.Adapter.SetSuspended(obj, true)

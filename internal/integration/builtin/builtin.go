@@ -6,6 +6,7 @@ import (
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
 	"github.com/fleetq/fleetq/internal/integration/kubeflow"
+	"github.com/fleetq/fleetq/internal/integration/pod"
 	"github.com/fleetq/fleetq/internal/integration/ray"
 )
 
@@ -13,11 +14,13 @@ import (
 func Adapters() []integration.Adapter {
 	out := []integration.Adapter{batchjob.Adapter{}}
 	out = append(out, kubeflow.Adapters()...)
-	return append(out, ray.Adapters()...)
+	out = append(out, ray.Adapters()...)
+	return append(out, pod.Adapter{})
 }
 
-// Resources are the API resources of the built-in kinds, by group, for RBAC rules (manager,
-// agent, and the manager's access to workers).
+// Resources are the API resources of the built-in kinds that run in workers, by group, for RBAC
+// rules (manager, agent, and the manager's access to workers). Plain Pods run only where they
+// were created (Fields.LocalOnly); the manager's own rules grant them.
 func Resources() map[string][]string {
 	return map[string][]string{
 		"batch":        {"jobs"},
