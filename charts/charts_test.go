@@ -469,7 +469,7 @@ func TestRBAC(t *testing.T) {
 			"kubeflow.org/pytorchjobs/finalizers update", "kubeflow.org/tfjobs/finalizers update", "kubeflow.org/xgboostjobs/finalizers update", "kubeflow.org/paddlejobs/finalizers update", "kubeflow.org/mpijobs/finalizers update", "ray.io/rayjobs/finalizers update", "ray.io/rayclusters/finalizers update",
 			"cluster.x-k8s.io/clusters get", "cluster.x-k8s.io/clusters list", "cluster.x-k8s.io/clusters watch",
 			"core/namespaces get", "core/namespaces list", "core/namespaces watch",
-			"core/pods get", "core/pods list", "core/pods watch",
+			"core/pods get", "core/pods list", "core/pods watch", "core/pods patch", "core/pods delete", "core/pods/finalizers update",
 			"events.k8s.io/events create", "events.k8s.io/events patch",
 			"kueue.x-k8s.io/admissionchecks/status patch",
 			"kueue.x-k8s.io/clusterqueues patch", "kueue.x-k8s.io/clusterqueues/status patch", "kueue.x-k8s.io/cohorts/status patch",

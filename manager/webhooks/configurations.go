@@ -38,6 +38,10 @@ const (
 type hook struct {
 	name, path, group, version, resource, ops string
 	jobs                                      bool
+	// pods marks the plain Pods' hooks: they see only Pods that name a queue, whatever the
+	// configuration says of jobs without one, so the manager being down never blocks other Pods
+	// (a Job's, a controller's, kube-system's).
+	pods bool
 }
 
 var (
@@ -67,8 +71,9 @@ func Configurations(cfg *config.Configuration, caBundle []byte, kinds []JobKind)
 	mutating, validating := slices.Clone(mutating), slices.Clone(validating)
 	for i := len(kinds) - 1; i >= 0; i-- {
 		k, name := kinds[i], strings.ToLower(kinds[i].Kind)+".fleetq.dev"
-		mutating = slices.Insert(mutating, 0, hook{name: "m" + name, path: k.MutatePath, group: k.Group, version: k.Version, resource: k.Resource, ops: createOnly, jobs: true})
-		validating = slices.Insert(validating, 0, hook{name: "v" + name, path: k.ValidatePath, group: k.Group, version: k.Version, resource: k.Resource, ops: createUpdate, jobs: true})
+		pods := k.Group == "" && k.Resource == "pods"
+		mutating = slices.Insert(mutating, 0, hook{name: "m" + name, path: k.MutatePath, group: k.Group, version: k.Version, resource: k.Resource, ops: createOnly, jobs: true, pods: pods})
+		validating = slices.Insert(validating, 0, hook{name: "v" + name, path: k.ValidatePath, group: k.Group, version: k.Version, resource: k.Resource, ops: createUpdate, jobs: true, pods: pods})
 	}
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigurationName}}
 	for _, h := range mutating {
@@ -133,7 +138,7 @@ func rules(h hook) []admissionregistrationv1.RuleWithOperations {
 // objectSelector limits the Job webhooks to Jobs naming a queue, so the manager being down
 // never blocks Jobs it does not manage.
 func objectSelector(cfg *config.Configuration, h hook) *metav1.LabelSelector {
-	if !h.jobs || cfg.ManageJobsWithoutQueueName || cfg.DefaultLocalQueue != "" {
+	if !h.jobs || !h.pods && (cfg.ManageJobsWithoutQueueName || cfg.DefaultLocalQueue != "") {
 		return &metav1.LabelSelector{}
 	}
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
@@ -144,7 +149,7 @@ func objectSelector(cfg *config.Configuration, h hook) *metav1.LabelSelector {
 // namespaceSelector keeps the manager's own namespace (and kube-system) out of the Job
 // webhooks when it manages Jobs without a queue name.
 func namespaceSelector(cfg *config.Configuration, h hook) *metav1.LabelSelector {
-	if h.jobs && (cfg.ManageJobsWithoutQueueName || cfg.DefaultLocalQueue != "") && cfg.ManagedJobsNamespaceSelector != nil {
+	if h.jobs && !h.pods && (cfg.ManageJobsWithoutQueueName || cfg.DefaultLocalQueue != "") && cfg.ManagedJobsNamespaceSelector != nil {
 		return cfg.ManagedJobsNamespaceSelector.DeepCopy()
 	}
 	return &metav1.LabelSelector{}
