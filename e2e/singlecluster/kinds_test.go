@@ -3,11 +3,13 @@ package singlecluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ import (
 	"github.com/fleetq/fleetq/e2e/kinds"
 	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/internal/integration/generic"
+	podintegration "github.com/fleetq/fleetq/internal/integration/pod"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/setup"
 )
@@ -198,6 +201,91 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 		bad.Integrations.Generic = []generic.Spec{typo}
 		_, err := setup.New(setup.Options{Config: &bad, RestConfig: env.Management().RESTConfig(), Log: GinkgoLogr, SeveralPerProcess: true})
 		Expect(err).To(MatchError(ContainSubstring(`integrations.generic[0].podSets[1].template: Invalid value: "templat": templat does not exist in the schema of RayCluster (ray.io/v1), in the items of spec.workerGroupSpecs (no field "templat" there); fix the path`)))
+	})
+
+	// plainPod is a Pod a user creates on the queue: gpus GPUs, running for runFor on the fake node.
+	plainPod := func(name string, gpus int64, runFor, priorityClass string) *corev1.Pod {
+		labels := map[string]string{kueue.QueueNameLabel: "kinds-queue"}
+		if priorityClass != "" {
+			labels[kueue.PriorityClassLabel] = priorityClass
+		}
+		q := *resource.NewQuantity(gpus, resource.DecimalSI)
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: map[string]string{lab.RunTimeAnnotation: runFor}},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "registry.example/notebook:v1", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), lab.GPUResource: q},
+					Limits:   corev1.ResourceList{lab.GPUResource: q},
+				}}},
+			},
+		}
+	}
+	podWorkload := func(ctx context.Context, p *corev1.Pod) *kueue.Workload {
+		wl := &kueue.Workload{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: workload.NameFor("Pod", p.Name, p.UID)}, wl); err != nil {
+			return nil
+		}
+		return wl
+	}
+	gated := func(p *corev1.Pod) bool {
+		return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == podintegration.GateName })
+	}
+
+	It("holds a plain Pod with a scheduling gate until it is admitted, starts it on the flavor, and releases quota when it succeeds", func(ctx SpecContext) {
+		blocker := kinds.PyTorchJob(ns, "pod-blocker", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "6s"})
+		Expect(k8s.Create(ctx, blocker)).To(Succeed())
+		p := plainPod("notebook", 2, "4s", "")
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Expect(gated(p)).To(BeTrue(), "the webhook gates the Pod at creation: %v", p.Spec.SchedulingGates)
+		Eventually(func(g Gomega) {
+			wl := podWorkload(ctx, p)
+			g.Expect(wl).NotTo(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "it waits for the blocker's quota")
+			cur := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), cur)).To(Succeed())
+			g.Expect(gated(cur)).To(BeTrue())
+			g.Expect(cur.Spec.NodeName).To(BeEmpty(), "a held Pod is not scheduled")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			cur := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), cur)).To(Succeed())
+			g.Expect(gated(cur)).To(BeFalse(), "admitted: the gate is gone")
+			g.Expect(cur.Spec.NodeSelector).To(HaveKeyWithValue(lab.PoolLabel, kindsPoolName))
+			g.Expect(cur.Spec.Tolerations).To(ContainElement(gpuToleration))
+			g.Expect(cur.Status.Phase).To(Equal(corev1.PodSucceeded))
+			wl := podWorkload(ctx, p)
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue())
+			g.Expect(gpusInUse(ctx)).To(BeZero(), "a finished Pod holds no quota")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+	})
+
+	It("stops a running plain Pod preempted by a higher-priority job by deleting it, and releases its quota", func(ctx SpecContext) {
+		p := plainPod("batch-pod", 4, "1h", "")
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), cur)).To(Succeed())
+			g.Expect(cur.Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		urgent := kinds.PyTorchJob(ns, "pod-urgent", kinds.Options{Queue: "kinds-queue", PriorityClass: "kinds-urgent", Workers: 1, GPUs: 2, RunFor: "5s"})
+		Expect(k8s.Create(ctx, urgent)).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the preempted Pod is deleted (err %v)", err)
+			g.Expect(podWorkload(ctx, p)).To(BeNil(), "its workload goes with it")
+			g.Expect(running(ctx, g, kinds.PyTorchJobLabel, "pod-urgent")).To(HaveLen(2), "the urgent job runs")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(kinds.Succeeded(get(ctx, urgent))).To(BeTrue())
+			g.Expect(gpusInUse(ctx)).To(BeZero())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 
 	It("preempts a running RayJob for a higher-priority PyTorchJob: suspended, its Ray cluster gone, then started again", func(ctx SpecContext) {

@@ -58,6 +58,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// RayClusters go through the generic adapter, described as a user would for a kind fleetq has
 	// no adapter for: the generic adapter against a real operator.
 	kinds.UseGenericRayCluster(&mgrCfg.Integrations)
+	// Plain Pods are opt-in, as in Kueue.
+	mgrCfg.Integrations.Frameworks = append(mgrCfg.Integrations.Frameworks, config.FrameworkPod)
 	Expect(mgrCfg.Validate()).To(BeEmpty())
 	manager, err = components.StartManager(ctx, env, "management", mgrCfg)
 	Expect(err).NotTo(HaveOccurred())
