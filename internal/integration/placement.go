@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 )
 
@@ -114,6 +116,24 @@ func Find(placements []PodSetPlacement, name kueue.PodSetReference) (PodSetPlace
 		}
 	}
 	return PodSetPlacement{}, false
+}
+
+// ApplyTemplates is ApplyPlacements for an adapter that reads its pod sets into a list: each
+// placement's pod set gets its template with the placement injected, written back by set (which
+// may also apply the placement's count); a placement naming no pod set is an error.
+func ApplyTemplates[S any](a Adapter, obj client.Object, placements []PodSetPlacement, sets []S, podSet func(S) *kueue.PodSet, set func(S, *corev1.PodTemplateSpec, PodSetPlacement) error) error {
+	for _, p := range placements {
+		i := slices.IndexFunc(sets, func(s S) bool { return podSet(s).Name == p.Name })
+		if i < 0 {
+			return ErrNoPodSet(a, obj, p.Name)
+		}
+		t := podSet(sets[i]).Template.DeepCopy()
+		Inject(t, p.Placement)
+		if err := set(sets[i], t, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RestoreTemplates is RestorePodSets for an adapter that reads its pod sets into a list: for each

@@ -209,18 +209,10 @@ func (a Adapter) ApplyPlacements(obj client.Object, placements []integration.Pod
 	if err != nil {
 		return err
 	}
-	for _, p := range placements {
-		i := indexOf(sets, p.Name)
-		if i < 0 {
-			return integration.ErrNoPodSet(a, obj, p.Name)
-		}
-		t := sets[i].Template.DeepCopy()
-		integration.Inject(t, p.Placement)
-		if err := integration.SetTemplate(sets[i].base, sets[i].template, t); err != nil {
-			return err
-		}
-	}
-	return nil
+	return integration.ApplyTemplates(a, obj, placements, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+		func(ps podSet, t *corev1.PodTemplateSpec, _ integration.PodSetPlacement) error {
+			return integration.SetTemplate(ps.base, ps.template, t)
+		})
 }
 
 // RestorePodSets implements integration.Adapter.
@@ -233,15 +225,6 @@ func (a Adapter) RestorePodSets(obj client.Object, original []kueue.PodSet) bool
 		func(ps podSet, t *corev1.PodTemplateSpec) error {
 			return integration.SetTemplate(ps.base, ps.template, t)
 		})
-}
-
-func indexOf(sets []podSet, name kueue.PodSetReference) int {
-	for i := range sets {
-		if sets[i].Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // Status implements integration.Adapter: the configured conditions end the job; until then it

@@ -229,21 +229,13 @@ func (a Adapter) ApplyPlacements(obj client.Object, placements []integration.Pod
 	if err != nil {
 		return err
 	}
-	for _, p := range placements {
-		i := indexOf(sets, p.Name)
-		if i < 0 {
-			return integration.ErrNoPodSet(a, obj, p.Name)
-		}
-		t := sets[i].Template.DeepCopy()
-		integration.Inject(t, p.Placement)
-		if p.Count != nil && sets[i].replicas && *p.Count < sets[i].Count {
-			sets[i].holder["replicas"] = int64(*p.Count)
-		}
-		if err := a.setTemplate(obj, sets[i], t); err != nil {
-			return err
-		}
-	}
-	return nil
+	return integration.ApplyTemplates(a, obj, placements, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+		func(ps podSet, t *corev1.PodTemplateSpec, p integration.PodSetPlacement) error {
+			if p.Count != nil && ps.replicas && *p.Count < ps.Count {
+				ps.holder["replicas"] = int64(*p.Count)
+			}
+			return a.setTemplate(obj, ps, t)
+		})
 }
 
 // RestorePodSets implements integration.Adapter.
@@ -254,15 +246,6 @@ func (a Adapter) RestorePodSets(obj client.Object, original []kueue.PodSet) bool
 	}
 	return integration.RestoreTemplates(original, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
 		func(ps podSet, t *corev1.PodTemplateSpec) error { return a.setTemplate(obj, ps, t) })
-}
-
-func indexOf(sets []podSet, name kueue.PodSetReference) int {
-	for i := range sets {
-		if sets[i].Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // Status reads a RayJob's jobDeploymentStatus (Complete or Failed ends it; Suspended and New
