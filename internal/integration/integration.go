@@ -82,8 +82,8 @@ type Adapter interface {
 // Fields names a kind's fields in messages, as paths ("spec.suspend").
 type Fields struct {
 	Suspend string
-	// ManagedBy is empty for a kind without one (fleetq holds its pods with a scheduling gate
-	// wherever it runs, so it may run locally or in a worker alike).
+	// ManagedBy is empty for a kind without one: on a multi-cluster queue its object here stays
+	// suspended while its copy runs in a worker (Kubeflow's jobs).
 	ManagedBy string
 	// Size is where a pod set's pod count is written (spec.parallelism), for messages; empty
 	// for kinds with one count per pod set of their own.
