@@ -265,6 +265,14 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 	})
 
+	It("refuses a Pod of a pod group, which fleetq does not run yet, naming the label and what to use instead", func(ctx SpecContext) {
+		p := plainPod("group-member", 1, "1m", "")
+		p.Labels[podintegration.GroupNameLabel] = "trainers"
+		err := k8s.Create(ctx, p)
+		Expect(err).To(MatchError(And(ContainSubstring(`metadata.labels[kueue.x-k8s.io/pod-group-name] is "trainers", but fleetq does not run pod groups yet`), ContainSubstring("run the group as a Job"))))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}))).To(BeTrue(), "the Pod was not created")
+	})
+
 	It("stops a running plain Pod preempted by a higher-priority job by deleting it, and releases its quota", func(ctx SpecContext) {
 		p := plainPod("batch-pod", 4, "1h", "")
 		Expect(k8s.Create(ctx, p)).To(Succeed())

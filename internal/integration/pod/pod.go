@@ -8,6 +8,7 @@
 package pod
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,9 @@ const Framework = "pod"
 
 // GateName is the scheduling gate that holds a Pod until it is admitted (Kueue's).
 const GateName = "kueue.x-k8s.io/admission"
+
+// GroupNameLabel makes a Pod part of a pod group in Kueue; fleetq does not run pod groups yet.
+const GroupNameLabel = "kueue.x-k8s.io/pod-group-name"
 
 // PodSetName is the one pod set of a Pod's workload.
 const PodSetName kueue.PodSetReference = "main"
@@ -56,6 +60,11 @@ func pod(obj client.Object) *corev1.Pod { return obj.(*corev1.Pod) }
 // (without fleetq's gate).
 func (Adapter) PodSets(obj client.Object) ([]kueue.PodSet, error) {
 	p := pod(obj)
+	if g := p.Labels[GroupNameLabel]; g != "" {
+		// Admitting the group's pods one by one would start part of a group: refused until
+		// groups are supported.
+		return nil, fmt.Errorf("metadata.labels[%s] is %q, but fleetq does not run pod groups yet (their pods would be admitted one by one, not all or none); run the group as a Job (parallelism and completions = the group's size) or a JobSet, or remove the label to queue each Pod on its own", GroupNameLabel, g)
+	}
 	spec := p.Spec.DeepCopy()
 	spec.SchedulingGates = slices.DeleteFunc(spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == GateName })
 	if len(spec.SchedulingGates) == 0 {

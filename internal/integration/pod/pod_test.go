@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,5 +84,14 @@ func TestStatus(t *testing.T) {
 	p.Spec.NodeName = "node-1" // bound before the gate was seen: it may run
 	if !a.Status(p).Active {
 		t.Errorf("a bound Pod is not active")
+	}
+}
+
+func TestPodGroupsRefused(t *testing.T) {
+	p := userPod()
+	p.Labels[GroupNameLabel] = "trainers"
+	_, err := Adapter{}.PodSets(p)
+	if err == nil || !strings.Contains(err.Error(), `metadata.labels[kueue.x-k8s.io/pod-group-name] is "trainers", but fleetq does not run pod groups yet`) || !strings.Contains(err.Error(), "run the group as a Job") {
+		t.Errorf("a grouped Pod: %v", err)
 	}
 }
