@@ -11,7 +11,9 @@
 // first sighting as one, so copies it admitted before a restart run for at most one more lease
 // duration before they are fenced, if the manager stays silent. While there is no Lease there is
 // nothing to fence against (no manager has connected yet, or it removed this worker): the agent
-// admits and never fences. A Lease without leaseDurationSeconds never fences either.
+// admits and never fences, and reports the copies it runs that way (State.NoLease: a metric and a
+// warning on each copy), since a manager writing its Lease to another namespace looks the same. A
+// Lease without leaseDurationSeconds never fences either.
 package fencing
 
 import (
@@ -32,6 +34,10 @@ type State struct {
 	Deadline time.Time
 	// Message explains the state for conditions and logs.
 	Message string
+	// NoLease is true while the manager's Lease does not exist: copies then run with nothing to
+	// fence them, which the agent reports (a manager writing its Lease to another namespace
+	// than the agent reads is the usual cause).
+	NoLease bool
 }
 
 // Observer tracks renewals of one Lease by the agent's clock. It is safe for concurrent use.
@@ -86,7 +92,7 @@ func (o *Observer) State() State {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.exists {
-		return State{Message: fmt.Sprintf("no lease %s: nothing to fence against", o.name)}
+		return State{NoLease: true, Message: fmt.Sprintf("no lease %s: nothing to fence against", o.name)}
 	}
 	if o.duration <= 0 {
 		return State{Message: fmt.Sprintf("lease %s has no leaseDurationSeconds: never fenced", o.name)}

@@ -128,3 +128,19 @@ func TestStateDeadlineAndMessage(t *testing.T) {
 		t.Errorf("after the deadline (-want +got):\n%s", diff)
 	}
 }
+
+func TestNoLeaseIsReported(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC))
+	o := NewObserver(clk, "fleetq-manager-multikueue")
+	if st := o.State(); !st.NoLease || st.Fenced {
+		t.Errorf("before any lease: %+v, want NoLease and not fenced", st)
+	}
+	o.Observe(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: ptr.To(metav1.NewMicroTime(clk.Now())), LeaseDurationSeconds: ptr.To[int32](5)}})
+	if o.State().NoLease {
+		t.Errorf("a lease that exists reads as missing")
+	}
+	o.Observe(nil)
+	if !o.State().NoLease {
+		t.Errorf("a deleted lease does not read as missing")
+	}
+}

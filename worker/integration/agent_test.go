@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,6 +130,20 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			g.Expect(psa.Flavors).To(HaveKeyWithValue(lab.GPUResource, kueue.ResourceFlavorReference(a100Flavor)))
 			g.Expect(quantity(psa.ResourceUsage, lab.GPUResource)).To(BeEquivalentTo(8))
 			g.Expect(quantity(psa.ResourceUsage, corev1.ResourceCPU)).To(BeEquivalentTo(2))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		// This suite's manager writes no lease: the copy runs with nothing to fence it, and the
+		// agent says so on the copy's Workload.
+		Eventually(func(g Gomega) {
+			evs := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, evs, client.InNamespace(teamNS))).To(Succeed())
+			var notes []string
+			for _, e := range evs.Items {
+				if e.Regarding.Name == "fits" && e.Reason == "NoManagerLease" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(And(ContainSubstring("no lease "+leaseName+" in namespace "+agentNS), ContainSubstring("multiCluster.agentNamespace"))))
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 
 		Eventually(func(g Gomega) {

@@ -24,6 +24,10 @@ var (
 		Name: "fleetq_agent_fenced",
 		Help: "1 while the manager's lease is expired and the agent admits nothing.",
 	})
+	unfencedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fleetq_agent_unfenced_copies",
+		Help: "Copies the agent handles while the manager's lease does not exist, so nothing would fence them if the manager were lost; 0 in a healthy fleet.",
+	})
 	passSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fleetq_agent_pass_duration_seconds",
 		Help:    "Time of one scheduler pass over all copies, writes included.",
@@ -32,5 +36,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(admissionsTotal, evictionsTotal, copiesGauge, fencedGauge, passSeconds)
+	ctrlmetrics.Registry.MustRegister(admissionsTotal, evictionsTotal, copiesGauge, fencedGauge, unfencedGauge, passSeconds)
 }

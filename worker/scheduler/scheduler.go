@@ -84,12 +84,46 @@ type Scheduler struct {
 	evictions map[types.UID]bool
 	// planned remembers where admitted copies' pods were planned, for pods not bound yet.
 	planned map[types.UID][]nodefit.Placement
-	timer   clock.Timer
+	// warnedUnfenced remembers copies already warned about running without the manager's lease.
+	warnedUnfenced map[types.UID]bool
+	timer          clock.Timer
 }
 
 type assumedAdmission struct {
 	at time.Time
 }
+
+// reportUnfenced makes copies that run without the manager's Lease visible: the metric, and one
+// warning event on each such copy's Workload (the lease is the only thing that stops a copy
+// whose manager is lost; a missing one is usually a namespace mismatch between the manager's
+// multiCluster.agentNamespace and the agent's namespace).
+func (s *Scheduler) reportUnfenced(fence fencing.State, live []*copyState) {
+	if !fence.NoLease {
+		unfencedGauge.Set(0)
+		s.mu.Lock()
+		s.warnedUnfenced = nil
+		s.mu.Unlock()
+		return
+	}
+	unfencedGauge.Set(float64(len(live)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.warnedUnfenced == nil {
+		s.warnedUnfenced = map[types.UID]bool{}
+	}
+	for _, c := range live {
+		if s.warnedUnfenced[c.wl.UID] {
+			continue
+		}
+		s.warnedUnfenced[c.wl.UID] = true
+		s.Log.Info("Copy runs with no manager lease to fence it", "workload", c.wl.Namespace+"/"+c.wl.Name, "lease", s.Namespace+"/"+fleetq.ManagerLeaseName(s.Origin))
+		s.Recorder.Eventf(c.wl, nil, corev1.EventTypeWarning, ReasonUnfenced, "Unfenced",
+			"no lease %s in namespace %s: if the manager were lost this copy would not be stopped; the manager writes its lease to its multiCluster.agentNamespace, which must be this agent's namespace", fleetq.ManagerLeaseName(s.Origin), s.Namespace)
+	}
+}
+
+// ReasonUnfenced is the reason of the warning on copies that run without the manager's lease.
+const ReasonUnfenced = "NoManagerLease"
 
 // passKey is the one request every event maps to: a pass looks at all copies at once.
 var passKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "pass"}}
@@ -163,6 +197,7 @@ func (s *Scheduler) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 	for _, c := range live {
 		phases[c.plan.Phase]++
 	}
+	s.reportUnfenced(fence, live)
 	copiesGauge.WithLabelValues("pending").Set(float64(phases[admission.Pending]))
 	copiesGauge.WithLabelValues("admitted").Set(float64(phases[admission.Admitted]))
 	copiesGauge.WithLabelValues("evicting").Set(float64(phases[admission.Evicting]))
