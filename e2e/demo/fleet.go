@@ -30,6 +30,7 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/kinds"
+	"github.com/fleetq/fleetq/e2e/lab"
 	"github.com/fleetq/fleetq/e2e/manifest"
 )
 
@@ -88,40 +89,7 @@ type Fleet struct {
 
 // InstallCRDs creates (or updates) CRDs on a cluster and waits until they are served.
 func InstallCRDs(ctx context.Context, c *Cluster, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	for _, want := range crds {
-		obj := want.DeepCopy()
-		obj.ResourceVersion = ""
-		err := c.Client.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			existing := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: obj.Name}, existing); err != nil {
-				return fmt.Errorf("cluster %q: crd %q: %w", c.Name, obj.Name, err)
-			}
-			existing.Spec = obj.Spec
-			err = c.Client.Update(ctx, existing)
-		}
-		if err != nil {
-			return fmt.Errorf("cluster %q: install crd %q: %w", c.Name, obj.Name, err)
-		}
-	}
-	for _, want := range crds {
-		err := poll(ctx, time.Minute, func() (bool, error) {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: want.Name}, got); err != nil {
-				return false, nil
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("cluster %q: crd %q not served: %w", c.Name, want.Name, err)
-		}
-	}
-	return nil
+	return lab.InstallCRDs(ctx, c.Client, c.Name, crds)
 }
 
 // CheckCRDs fails with a clear message when the management cluster does not serve the kinds the

@@ -1,107 +1,20 @@
 package framework
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetq/fleetq/e2e/lab"
 )
 
-// crdEstablishTimeout bounds how long a CRD may take to be served.
-const crdEstablishTimeout = 2 * time.Minute
-
-// LoadCRDs reads every CustomResourceDefinition from the .yaml and .json files of dir (multi-document
-// files included; other kinds are ignored), sorted by name.
+// LoadCRDs reads every CustomResourceDefinition of dir (lab.LoadCRDs).
 func LoadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var files []string
-	for _, pattern := range []string{"*.yaml", "*.yml", "*.json"} {
-		m, err := filepath.Glob(filepath.Join(dir, pattern))
-		if err != nil {
-			return nil, fmt.Errorf("CRD dir %s: %w", dir, err)
-		}
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("CRD dir %s: no .yaml or .json files", dir)
-	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("CRD file %s: %w", f, err)
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			err := dec.Decode(crd)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("CRD file %s: %w", f, err)
-			}
-			if crd.Kind == "CustomResourceDefinition" && crd.Name != "" {
-				crds = append(crds, crd)
-			}
-		}
-	}
-	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
-	return crds, nil
+	return lab.LoadCRDs(dir)
 }
 
-// InstallCRDs creates the CRDs on a cluster (updating ones that exist, for reused labs) and waits until
-// each is Established, i.e. served.
+// InstallCRDs creates or updates the CRDs on a cluster and waits until each is served
+// (lab.InstallCRDs).
 func InstallCRDs(ctx context.Context, c ClusterProxy, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	cl := c.Client()
-	for _, want := range crds {
-		obj := want.DeepCopy()
-		obj.ResourceVersion = ""
-		err := cl.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			existing := &apiextensionsv1.CustomResourceDefinition{}
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-				return fmt.Errorf("cluster %q: crd %q: %w", c.Name(), obj.Name, err)
-			}
-			existing.Spec = obj.Spec
-			err = cl.Update(ctx, existing)
-		}
-		if err != nil {
-			return fmt.Errorf("cluster %q: install crd %q: %w", c.Name(), obj.Name, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, crdEstablishTimeout)
-	defer cancel()
-	for _, want := range crds {
-		for {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := cl.Get(ctx, client.ObjectKey{Name: want.Name}, got); err == nil && established(got) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("cluster %q: crd %q not Established: %w", c.Name(), want.Name, ctx.Err())
-			case <-time.After(pollInterval):
-			}
-		}
-	}
-	return nil
-}
-
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return lab.InstallCRDs(ctx, c.Client(), c.Name(), crds)
 }

@@ -4,23 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetq/fleetq/e2e/lab"
 )
-
-// crdEstablishedTimeout bounds how long a CRD may take to be served.
-const crdEstablishedTimeout = 60 * time.Second
 
 // startOperators installs each operator's CRDs and starts it, returning once its probe answers.
 func (c *cluster) startOperators(ctx context.Context) error {
@@ -55,52 +48,24 @@ func (c *cluster) startOperators(ctx context.Context) error {
 // installCRDs creates the operator's CRDs from the bin directory and waits until they are served.
 func (c *cluster) installCRDs(ctx context.Context, o lab.Operator) (int, error) {
 	dir := filepath.Join(c.lab.binDir, o.CRDDir())
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return 0, fmt.Errorf("cluster %q: the %s operator's CRDs are not in %s: run 'make tools'", c.spec.Name, o, dir)
+	crds, err := lab.LoadCRDs(dir)
+	if err != nil {
+		return 0, fmt.Errorf("cluster %q: the %s operator's CRDs: %w: run 'make tools'", c.spec.Name, o, err)
 	}
-	sort.Strings(files)
 	cfg, err := c.restConfig()
 	if err != nil {
 		return 0, err
 	}
-	cs, err := apiextensions.NewForConfig(cfg)
+	scheme := runtime.NewScheme()
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return 0, fmt.Errorf("cluster %q: %w", c.spec.Name, err)
 	}
-	var names []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return 0, fmt.Errorf("cluster %q: %w", c.spec.Name, err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			return 0, fmt.Errorf("cluster %q: CRD %s: %w", c.spec.Name, f, err)
-		}
-		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return 0, fmt.Errorf("cluster %q: create CRD %s: %w", c.spec.Name, crd.Name, err)
-		}
-		names = append(names, crd.Name)
+	if err := lab.InstallCRDs(ctx, cl, c.spec.Name, crds); err != nil {
+		return 0, err
 	}
-	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishedTimeout, true, func(ctx context.Context) (bool, error) {
-			crd, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil //nolint:nilerr // retried until the timeout
-			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return 0, fmt.Errorf("cluster %q: CRD %s not established: %w", c.spec.Name, name, err)
-		}
-	}
-	return len(names), nil
+	return len(crds), nil
 }
 
 // freePort returns a loopback port free right now.
