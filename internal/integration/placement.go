@@ -118,6 +118,16 @@ func Find(placements []PodSetPlacement, name kueue.PodSetReference) (PodSetPlace
 	return PodSetPlacement{}, false
 }
 
+// PodSetsOf is PodSets for an adapter that reads its pod sets into a list: the workload's pod sets,
+// in the list's order.
+func PodSetsOf[S any](sets []S, podSet func(S) *kueue.PodSet) []kueue.PodSet {
+	out := make([]kueue.PodSet, len(sets))
+	for i, s := range sets {
+		out[i] = *podSet(s)
+	}
+	return out
+}
+
 // ApplyTemplates is ApplyPlacements for an adapter that reads its pod sets into a list: each
 // placement's pod set gets its template with the placement injected, written back by set (which
 // may also apply the placement's count); a placement naming no pod set is an error.

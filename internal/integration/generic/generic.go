@@ -179,17 +179,16 @@ func (a Adapter) podSets(obj client.Object) ([]podSet, error) {
 	return out, nil
 }
 
+// podSetOf is a listed pod set's workload pod set, for the integration helpers.
+func podSetOf(ps podSet) *kueue.PodSet { return &ps.PodSet }
+
 // PodSets implements integration.Adapter.
 func (a Adapter) PodSets(obj client.Object) ([]kueue.PodSet, error) {
 	sets, err := a.podSets(obj)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]kueue.PodSet, len(sets))
-	for i := range sets {
-		out[i] = sets[i].PodSet
-	}
-	return out, nil
+	return integration.PodSetsOf(sets, podSetOf), nil
 }
 
 // Suspended implements integration.Adapter.
@@ -209,7 +208,7 @@ func (a Adapter) ApplyPlacements(obj client.Object, placements []integration.Pod
 	if err != nil {
 		return err
 	}
-	return integration.ApplyTemplates(a, obj, placements, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+	return integration.ApplyTemplates(a, obj, placements, sets, podSetOf,
 		func(ps podSet, t *corev1.PodTemplateSpec, _ integration.PodSetPlacement) error {
 			return integration.SetTemplate(ps.base, ps.template, t)
 		})
@@ -221,7 +220,7 @@ func (a Adapter) RestorePodSets(obj client.Object, original []kueue.PodSet) bool
 	if err != nil {
 		return false
 	}
-	return integration.RestoreTemplates(original, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+	return integration.RestoreTemplates(original, sets, podSetOf,
 		func(ps podSet, t *corev1.PodTemplateSpec) error {
 			return integration.SetTemplate(ps.base, ps.template, t)
 		})

@@ -9,6 +9,7 @@ package pod
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,7 +73,7 @@ func (Adapter) PodSets(obj client.Object) ([]kueue.PodSet, error) {
 	}
 	spec.NodeName = ""
 	t := corev1.PodTemplateSpec{Spec: *spec}
-	t.Labels, t.Annotations = cloneMap(p.Labels), cloneMap(p.Annotations)
+	t.Labels, t.Annotations = maps.Clone(p.Labels), maps.Clone(p.Annotations)
 	return []kueue.PodSet{{Name: PodSetName, Count: 1, Template: t}}, nil
 }
 
@@ -156,7 +157,7 @@ func (Adapter) Copy(obj client.Object) client.Object {
 	p := pod(obj)
 	c := &corev1.Pod{}
 	c.Name, c.Namespace = p.Name, p.Namespace
-	c.Labels, c.Annotations = cloneMap(p.Labels), cloneMap(p.Annotations)
+	c.Labels, c.Annotations = maps.Clone(p.Labels), maps.Clone(p.Annotations)
 	c.Spec = *p.Spec.DeepCopy()
 	c.Spec.NodeName = ""
 	return c
@@ -165,14 +166,3 @@ func (Adapter) Copy(obj client.Object) client.Object {
 // MirrorStatus implements integration.Adapter: a Pod's status is its kubelet's (and Pods are
 // LocalOnly).
 func (Adapter) MirrorStatus(client.Object, client.Object) bool { return false }
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}

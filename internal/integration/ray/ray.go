@@ -192,17 +192,16 @@ func submitterTemplate(content map[string]any, head *corev1.PodTemplateSpec) (*c
 	}}, nil
 }
 
+// podSetOf is a listed pod set's workload pod set, for the integration helpers.
+func podSetOf(ps podSet) *kueue.PodSet { return &ps.PodSet }
+
 // PodSets implements integration.Adapter.
 func (a Adapter) PodSets(obj client.Object) ([]kueue.PodSet, error) {
 	sets, err := a.podSets(obj)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]kueue.PodSet, len(sets))
-	for i := range sets {
-		out[i] = sets[i].PodSet
-	}
-	return out, nil
+	return integration.PodSetsOf(sets, podSetOf), nil
 }
 
 // Suspended implements integration.Adapter.
@@ -229,7 +228,7 @@ func (a Adapter) ApplyPlacements(obj client.Object, placements []integration.Pod
 	if err != nil {
 		return err
 	}
-	return integration.ApplyTemplates(a, obj, placements, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+	return integration.ApplyTemplates(a, obj, placements, sets, podSetOf,
 		func(ps podSet, t *corev1.PodTemplateSpec, p integration.PodSetPlacement) error {
 			if p.Count != nil && ps.replicas && *p.Count < ps.Count {
 				ps.holder["replicas"] = int64(*p.Count)
@@ -244,7 +243,7 @@ func (a Adapter) RestorePodSets(obj client.Object, original []kueue.PodSet) bool
 	if err != nil {
 		return false
 	}
-	return integration.RestoreTemplates(original, sets, func(ps podSet) *kueue.PodSet { return &ps.PodSet },
+	return integration.RestoreTemplates(original, sets, podSetOf,
 		func(ps podSet, t *corev1.PodTemplateSpec) error { return a.setTemplate(obj, ps, t) })
 }
 
