@@ -282,9 +282,8 @@ func hasNodes(rep *fleetq.CapacityReport) bool {
 // MissingKinds lists the story's job kinds (other than batch/v1 Job) that cannot run: the
 // management cluster does not serve the kind, or no worker's agent reports running it.
 func MissingKinds(ctx context.Context, f *Fleet, sc Scenario) (map[string]bool, error) {
-	r := &Runner{Scenario: sc}
 	missing := map[string]bool{}
-	for _, kind := range r.storyKinds() {
+	for _, kind := range sc.Kinds() {
 		gvk := KindGVKs[kind]
 		if _, err := f.Management.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			if !meta.IsNoMatchError(err) {

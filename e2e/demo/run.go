@@ -3,8 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -119,7 +117,7 @@ func (r *Runner) watch(ctx context.Context) (client.Reader, <-chan struct{}, err
 	demoJobs := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{PartOfLabel: PartOfValue})}
 	watched := []client.Object{&batchv1.Job{}, &kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.MultiKueueCluster{}}
 	byObject := map[client.Object]cache.ByObject{&batchv1.Job{}: demoJobs}
-	for _, kind := range r.storyKinds() {
+	for _, kind := range r.Scenario.Kinds() {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(KindGVKs[kind])
 		byObject[u] = demoJobs
@@ -163,26 +161,12 @@ func (r *Runner) watch(ctx context.Context) (client.Reader, <-chan struct{}, err
 	return c, changed, nil
 }
 
-// storyKinds lists the kinds other than batch/v1 Job the scenario submits.
-func (r *Runner) storyKinds() []string {
-	var out []string
-	for _, st := range r.Scenario.Steps {
-		for _, j := range st.Jobs {
-			if j.Kind != KindJob && !slices.Contains(out, j.Kind) {
-				out = append(out, j.Kind)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 func (r *Runner) snapshot(ctx context.Context, c client.Reader) (Snapshot, error) {
 	s, err := snapshot(ctx, c)
 	if err != nil {
 		return s, err
 	}
-	for _, kind := range r.storyKinds() {
+	for _, kind := range r.Scenario.Kinds() {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(KindGVKs[kind].GroupVersion().WithKind(kind + "List"))
 		if err := c.List(ctx, list); err != nil {

@@ -242,6 +242,20 @@ func story(name string, t Timings, research, inference, operators []JobSpec) Sce
 	return sc
 }
 
+// Kinds lists the kinds other than batch/v1 Job the scenario submits, sorted.
+func (sc Scenario) Kinds() []string {
+	var out []string
+	for _, st := range sc.Steps {
+		for _, j := range st.Jobs {
+			if j.Kind != KindJob && !slices.Contains(out, j.Kind) {
+				out = append(out, j.Kind)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // WithoutKinds drops the jobs of kinds the clusters cannot run (their CRDs or operators are
 // missing) and the milestone about them; it returns the kinds it dropped.
 func (sc Scenario) WithoutKinds(missing map[string]bool) (Scenario, []string) {

@@ -18,8 +18,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
-	"github.com/fleetq/fleetq/internal/integration/kubeflow"
-	"github.com/fleetq/fleetq/internal/integration/ray"
+	"github.com/fleetq/fleetq/internal/integration/builtin"
 	"github.com/fleetq/fleetq/internal/workload"
 )
 
@@ -208,7 +207,7 @@ func (s *State) Observe(snap Snapshot, now time.Time) []Event {
 	}
 	for i := range snap.Kinds {
 		u := &snap.Kinds[i]
-		if a, ok := kindAdapters[u.GetKind()]; ok {
+		if a, ok := integrations.ForGVK(u.GroupVersionKind()); ok {
 			jobs[kindKey(u.GetKind(), u.GetNamespace(), u.GetName())] = &jobObject{uid: u.GetUID(), status: a.Status(u)}
 		}
 	}
@@ -476,8 +475,15 @@ type jobObject struct {
 	status integration.Status
 }
 
-// kindAdapters read the status of the story's kinds other than batch/v1 Job.
-var kindAdapters = map[string]integration.Adapter{KindPyTorchJob: kubeflow.PyTorchJob, KindRayJob: ray.RayJob}
+// integrations read the status of the story's kinds other than batch/v1 Job: fleetq's own
+// adapters, as the manager reads them.
+var integrations = func() *integration.Registry {
+	r, err := integration.NewRegistry(builtin.Adapters()...)
+	if err != nil {
+		panic(err) // the built-in adapters register once each (builtin's tests)
+	}
+	return r
+}()
 
 // kindKey identifies a job of a kind.
 func kindKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
