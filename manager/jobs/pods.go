@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -60,22 +58,6 @@ func runningPods(ctx context.Context, c client.Reader, wl *kueue.Workload) (int,
 		}
 	}
 	return n, nil
-}
-
-// podEnded passes only the pod events a stopped job waits for: a pod deleted, or one that has
-// just ended. Every integrated kind's controller watches pods, and the rest of a pod's life (its
-// status updates while it runs) concerns none of them.
-var podEnded = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		ended := func(o client.Object) bool {
-			p, ok := o.(*corev1.Pod)
-			return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
-		}
-		return ended(e.ObjectNew) && !ended(e.ObjectOld)
-	},
 }
 
 // podOwner maps a pod fleetq started to the job of this reconciler's kind whose workload it

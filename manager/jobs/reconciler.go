@@ -22,7 +22,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -94,7 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName(r.Adapter)).
 		For(r.Adapter.New()).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.Adapter.New(), handler.OnlyControllerOwner())).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOwner), builder.WithPredicates(podEnded)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOwner)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
