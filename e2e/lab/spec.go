@@ -75,6 +75,9 @@ type Spec struct {
 	// PodRunTime is how long a Job's pod runs on a fake node when it has no RunTimeAnnotation.
 	// Default: 5s.
 	PodRunTime metav1.Duration `json:"podRunTime,omitempty"`
+	// PodTerminationDelay is how long a deleted pod stays Terminating on a fake node (still
+	// running, as far as anyone can tell) before it is gone. Default: 0, gone at once.
+	PodTerminationDelay metav1.Duration `json:"podTerminationDelay,omitempty"`
 	// Management is the cluster users and fleetq-manager talk to.
 	Management ClusterSpec `json:"management"`
 	// Workers receive dispatched jobs.
@@ -262,6 +265,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.PodRunTime.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("podRunTime"), s.PodRunTime.Duration.String(), "must not be negative"))
+	}
+	if s.PodTerminationDelay.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("podTerminationDelay"), s.PodTerminationDelay.Duration.String(), "must not be negative"))
 	}
 	names := map[string]bool{}
 	ports := map[int]string{}

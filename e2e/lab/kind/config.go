@@ -79,7 +79,7 @@ func KwokObjects(spec lab.Spec, kwokImage string) ([]runtime.Object, error) {
 	if kwokImage == "" {
 		kwokImage = DefaultKwokImage
 	}
-	stages, err := kwok.Render(kwok.Options{PodRunTime: spec.PodRunTime.Duration})
+	stages, err := kwok.Render(kwok.Options{PodRunTime: spec.PodRunTime.Duration, PodTerminationDelay: spec.PodTerminationDelay.Duration})
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	// PodRunTime is how long a pod of a CompletingOwners kind runs when it has no
 	// RunTimeAnnotation.
 	PodRunTime time.Duration
+	// PodTerminationDelay is how long a deleted pod stays Terminating before kwok removes it, as
+	// a kubelet takes to stop containers within their grace period. Zero removes pods at once.
+	PodTerminationDelay time.Duration
 	// HeartbeatInterval is how often a Ready node's conditions are refreshed. kwok also renews node
 	// leases on its own, which is what the node lifecycle controller watches. Default: 30s.
 	HeartbeatInterval time.Duration
@@ -97,6 +100,9 @@ func Render(o Options) ([]byte, error) {
 	if o.PodRunTime < 0 {
 		return nil, fmt.Errorf("kwok stages: negative pod run time %s", o.PodRunTime)
 	}
+	if o.PodTerminationDelay < 0 {
+		return nil, fmt.Errorf("kwok stages: negative pod termination delay %s", o.PodTerminationDelay)
+	}
 	var buf bytes.Buffer
 	for i, s := range Stages(o) {
 		data, err := yaml.Marshal(s)
@@ -124,6 +130,10 @@ func Stages(o Options) []Stage {
 	runTime := &Delay{
 		DurationMilliseconds: o.PodRunTime.Milliseconds(),
 		DurationFrom:         &From{ExpressionFrom: fmt.Sprintf(".metadata.annotations[%q]", RunTimeAnnotation)},
+	}
+	var terminate *Delay
+	if o.PodTerminationDelay > 0 {
+		terminate = &Delay{DurationMilliseconds: o.PodTerminationDelay.Milliseconds()}
 	}
 	return []Stage{
 		stage("node-initialize", StageSpec{
@@ -176,7 +186,8 @@ func Stages(o Options) []Stage {
 			Selector: Selector{MatchExpressions: []Expression{
 				{Key: ".metadata.deletionTimestamp", Operator: "Exists"},
 			}},
-			Next: Next{Delete: true},
+			Delay: terminate,
+			Next:  Next{Delete: true},
 		}),
 	}
 }

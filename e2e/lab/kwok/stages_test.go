@@ -196,3 +196,23 @@ func decode(t *testing.T, out []byte, into any) {
 		t.Fatalf("template output is not a valid status: %v\n%s", err, out)
 	}
 }
+
+func TestPodTerminationDelay(t *testing.T) {
+	byName := func(o Options) map[string]Stage {
+		out := map[string]Stage{}
+		for _, s := range Stages(o) {
+			out[s.Metadata.Name] = s
+		}
+		return out
+	}
+	if d := byName(Options{})["pod-delete"].Spec.Delay; d != nil {
+		t.Errorf("with no termination delay pods must go at once, got delay %+v", d)
+	}
+	d := byName(Options{PodTerminationDelay: 3 * time.Second})["pod-delete"].Spec.Delay
+	if d == nil || d.DurationMilliseconds != 3000 || d.DurationFrom != nil {
+		t.Errorf("pod-delete delay = %+v, want exactly 3000ms", d)
+	}
+	if _, err := Render(Options{PodTerminationDelay: -time.Second}); err == nil || !strings.Contains(err.Error(), "termination delay") {
+		t.Errorf("a negative termination delay must be refused naming it, got %v", err)
+	}
+}

@@ -124,7 +124,7 @@ func (c *cluster) prepare(spec *lab.Spec) error {
 	if err := os.WriteFile(c.path("pki", "sa.pub"), b.ServiceAccountPubPEM, 0o644); err != nil {
 		return fmt.Errorf("cluster %q: %w", c.spec.Name, err)
 	}
-	stages, err := kwok.Render(kwok.Options{PodRunTime: spec.PodRunTime.Duration})
+	stages, err := kwok.Render(kwok.Options{PodRunTime: spec.PodRunTime.Duration, PodTerminationDelay: spec.PodTerminationDelay.Duration})
 	if err != nil {
 		return fmt.Errorf("cluster %q: %w", c.spec.Name, err)
 	}
