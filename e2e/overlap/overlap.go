@@ -1,8 +1,9 @@
 // Package overlap watches the pods of every cluster during a test and records, per job (of any
 // kind fleetq runs), when it had running pods in which cluster, so a spec can prove that no job
 // ever ran in two clusters at once. A pod counts as running from the first time it is seen Running until it is seen
-// finished, terminating or deleted: a cluster that stops answering keeps its pods "running"
-// until it answers again and shows otherwise — the conservative view.
+// finished or gone: a Terminating pod still runs (its containers have their grace period to
+// stop), and a cluster that stops answering keeps its pods "running" until it answers again and
+// shows otherwise — the conservative view.
 package overlap
 
 import (
@@ -30,13 +31,17 @@ type Recorder struct {
 	intervals map[string]map[string][]interval
 	// alias maps namespace/uid:<uid> to the job it is (see jobLabels).
 	alias map[string]string
+	// succeeded maps a job to the clusters where one of its pods succeeded.
+	succeeded map[string]map[string]bool
+	// terminating holds the keys of pods seen with a deletion timestamp.
+	terminating map[string]bool
 }
 
 type interval struct{ from, to time.Time }
 
 // New returns an empty recorder.
 func New() *Recorder {
-	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}, alias: map[string]string{}}
+	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}, alias: map[string]string{}, succeeded: map[string]map[string]bool{}, terminating: map[string]bool{}}
 }
 
 // Watch records the pods of one cluster until ctx ends.
@@ -75,8 +80,17 @@ func (r *Recorder) observe(cluster string, o any, deleted bool) {
 		return
 	}
 	start, isRunning := r.running[key]
-	// A pod being deleted is being stopped; it no longer counts as running.
-	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
+	// A pod being deleted still runs until it is gone or has finished.
+	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning
+	if pod.DeletionTimestamp != nil {
+		r.terminating[key] = true
+	}
+	if pod.Status.Phase == corev1.PodSucceeded {
+		if r.succeeded[job] == nil {
+			r.succeeded[job] = map[string]bool{}
+		}
+		r.succeeded[job][cluster] = true
+	}
 	switch {
 	case nowRunning && !isRunning:
 		r.running[key], r.job[key] = now, job
@@ -150,9 +164,34 @@ func (r *Recorder) Unobservable(cluster, job string) {
 	}
 }
 
+// Overlap is one window in which a job had running pods in two clusters.
+type Overlap struct {
+	Job                string
+	Cluster, Other     string
+	From, To           time.Time
+	OtherFrom, OtherTo time.Time
+}
+
+// String names the job, both clusters and both running windows.
+func (o Overlap) String() string {
+	return fmt.Sprintf("job %s ran in %s (%s–%s) and %s (%s–%s)", o.Job,
+		o.Cluster, o.From.Format(time.StampMilli), o.To.Format(time.StampMilli),
+		o.Other, o.OtherFrom.Format(time.StampMilli), o.OtherTo.Format(time.StampMilli))
+}
+
 // Overlaps lists every job that had running pods in two clusters at the same moment, with
 // the clusters and the overlapping window; pods still running count up to now.
 func (r *Recorder) Overlaps() []string {
+	var out []string
+	for _, o := range r.OverlapList() {
+		out = append(out, o.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OverlapList is Overlaps as values, for a caller that keys or counts them.
+func (r *Recorder) OverlapList() []Overlap {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -174,7 +213,7 @@ func (r *Recorder) Overlaps() []string {
 		}
 		all[job][cluster] = append(all[job][cluster], interval{start, now})
 	}
-	var out []string
+	var out []Overlap
 	for job, byCluster := range all {
 		clusters := make([]string, 0, len(byCluster))
 		for c := range byCluster {
@@ -186,17 +225,21 @@ func (r *Recorder) Overlaps() []string {
 				for _, a := range byCluster[clusters[i]] {
 					for _, b := range byCluster[clusters[j]] {
 						if a.from.Before(b.to) && b.from.Before(a.to) {
-							out = append(out, fmt.Sprintf("job %s ran in %s (%s–%s) and %s (%s–%s)", job,
-								clusters[i], a.from.Format(time.StampMilli), a.to.Format(time.StampMilli),
-								clusters[j], b.from.Format(time.StampMilli), b.to.Format(time.StampMilli)))
+							out = append(out, Overlap{Job: job, Cluster: clusters[i], From: a.from, To: a.to, Other: clusters[j], OtherFrom: b.from, OtherTo: b.to})
 						}
 					}
 				}
 			}
 		}
 	}
-	sort.Strings(out)
 	return out
+}
+
+// Terminations counts the pods seen Terminating so far.
+func (r *Recorder) Terminations() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.terminating)
 }
 
 // Clusters reports in which clusters a job has had running pods so far.
@@ -214,6 +257,27 @@ func (r *Recorder) Clusters(job string) []string {
 	for key := range r.running {
 		if r.canonical(r.job[key]) == job {
 			set[key[:indexSlash(key)]] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SucceededIn reports in which clusters a pod of the job has succeeded: a job that ran to the
+// end exactly once names one cluster.
+func (r *Recorder) SucceededIn(job string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := map[string]bool{}
+	for j, byCluster := range r.succeeded {
+		if r.canonical(j) == job {
+			for c := range byCluster {
+				set[c] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(set))

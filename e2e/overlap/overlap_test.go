@@ -35,16 +35,33 @@ func TestOverlaps(t *testing.T) {
 	r.observe("east", pod("d-1", "d", corev1.PodRunning), false)
 	r.observe("west", pod("d-2", "d", corev1.PodRunning), false)
 	r.Unobservable("east", "ns/d")
-	// A terminating pod no longer runs: job e moves without overlap.
+	// A terminating pod still runs: job e, started in west while its east pod terminates, overlaps.
 	r.observe("east", pod("e-1", "e", corev1.PodRunning), false)
 	term := pod("e-1", "e", corev1.PodRunning)
 	term.DeletionTimestamp = &metav1.Time{}
 	r.observe("east", term, false)
 	r.observe("west", pod("e-2", "e", corev1.PodRunning), false)
+	// Job f waits until its terminating east pod is gone: no overlap.
+	r.observe("east", pod("f-1", "f", corev1.PodRunning), false)
+	termF := pod("f-1", "f", corev1.PodRunning)
+	termF.DeletionTimestamp = &metav1.Time{}
+	r.observe("east", termF, false)
+	r.observe("east", termF, true)
+	r.observe("west", pod("f-2", "f", corev1.PodRunning), false)
+	r.observe("west", pod("f-2", "f", corev1.PodSucceeded), false)
 
 	got := r.Overlaps()
-	if len(got) != 1 || !strings.HasPrefix(got[0], "job ns/b ran in east") {
-		t.Fatalf("Overlaps() = %q, want exactly job ns/b", got)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "job ns/b ran in east") || !strings.HasPrefix(got[1], "job ns/e ran in east") {
+		t.Fatalf("Overlaps() = %q, want exactly jobs ns/b and ns/e", got)
+	}
+	if n := r.Terminations(); n != 2 {
+		t.Errorf("Terminations() = %d, want 2 (e-1 and f-1)", n)
+	}
+	if c := r.SucceededIn("ns/f"); len(c) != 1 || c[0] != "west" {
+		t.Errorf("SucceededIn(ns/f) = %v, want [west]", c)
+	}
+	if c := r.SucceededIn("ns/b"); len(c) != 1 || c[0] != "east" {
+		t.Errorf("SucceededIn(ns/b) = %v, want [east]", c)
 	}
 	if c := r.Clusters("ns/a"); len(c) != 2 {
 		t.Errorf("Clusters(ns/a) = %v, want east and west", c)
