@@ -255,3 +255,36 @@ func TestLoadAgent(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteIsWhatLoadReads(t *testing.T) {
+	dir := t.TempDir()
+	mgr := &Configuration{Namespace: "fleetq-x"}
+	mgr.MultiCluster.LostWorkerPolicy = AtLeastOnce
+	mgr.SetDefaults()
+	path, err := Write(filepath.Join(dir, "nested", "manager.yaml"), mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load of what Write wrote: %v", err)
+	}
+	if diff := cmp.Diff(mgr, got); diff != "" {
+		t.Errorf("manager configuration changed in the round trip (-wrote +read):\n%s", diff)
+	}
+	agent := &AgentConfiguration{ClusterName: "us-east"}
+	agent.SetDefaults()
+	if path, err = Write(filepath.Join(dir, "agent.yaml"), agent); err != nil {
+		t.Fatal(err)
+	}
+	gotAgent, err := LoadAgent(path, "")
+	if err != nil {
+		t.Fatalf("LoadAgent of what Write wrote: %v", err)
+	}
+	if diff := cmp.Diff(agent, gotAgent); diff != "" {
+		t.Errorf("agent configuration changed in the round trip (-wrote +read):\n%s", diff)
+	}
+	if _, err := Write(filepath.Join(path, "under-a-file.yaml"), agent); err == nil {
+		t.Error("writing under a regular file succeeded")
+	}
+}

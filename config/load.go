@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"sigs.k8s.io/yaml"
 )
@@ -50,4 +51,20 @@ func decodeFile(path string, into any) error {
 		return fmt.Errorf("config file %q: %w", path, err)
 	}
 	return nil
+}
+
+// Write saves a Configuration or AgentConfiguration as the YAML file Load or LoadAgent reads
+// (for a component's --config flag), creating the directory, and returns the path.
+func Write(path string, cfg any) (string, error) {
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "", fmt.Errorf("config %s: %w", path, err)
+	}
+	return path, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/e2e/lab"
@@ -144,7 +143,7 @@ func StartComponents(ctx context.Context, l lab.Lab, fleet *Fleet, opts StartOpt
 		if err := ensureNamespace(ctx, w.Client, mcfg.MultiCluster.AgentNamespace); err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", w.Name, err)
 		}
-		path, err := writeConfig(filepath.Join(l.Dir(), w.Name, "fleetq", "agent.yaml"), agentConfig(w.Name, mcfg))
+		path, err := config.Write(filepath.Join(l.Dir(), w.Name, "fleetq", "agent.yaml"), agentConfig(w.Name, mcfg))
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +157,7 @@ func StartComponents(ctx context.Context, l lab.Lab, fleet *Fleet, opts StartOpt
 	if err := ensureNamespace(ctx, mgmt.Client, mcfg.Namespace); err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", mgmt.Name, err)
 	}
-	path, err := writeConfig(filepath.Join(l.Dir(), mgmt.Name, "fleetq", "manager.yaml"), mcfg)
+	path, err := config.Write(filepath.Join(l.Dir(), mgmt.Name, "fleetq", "manager.yaml"), mcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -258,18 +257,4 @@ func shortLeaderElection() config.LeaderElection {
 		RenewDeadline: &metav1.Duration{Duration: 3 * time.Second},
 		RetryPeriod:   &metav1.Duration{Duration: 500 * time.Millisecond},
 	}
-}
-
-func writeConfig(path string, cfg any) (string, error) {
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		return "", fmt.Errorf("config %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("config %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return "", fmt.Errorf("config %s: %w", path, err)
-	}
-	return path, nil
 }

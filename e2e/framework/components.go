@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -170,6 +171,18 @@ func (c *Component) Stop(ctx context.Context) error {
 	case <-time.After(stopGrace):
 		return fmt.Errorf("component %q: still running %s after its context ended", c.spec.Name, stopGrace)
 	}
+}
+
+// Kill ends a binary component with SIGKILL, as a crash or the OOM killer would: nothing is
+// released on the way out (its leader lease runs until it expires). Restart starts it again.
+func (c *Component) Kill(ctx context.Context) error {
+	if c.proc == nil {
+		return fmt.Errorf("component %q: runs in-process; only a binary can be killed", c.spec.Name)
+	}
+	if err := c.proc.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	return c.proc.Stop(ctx, 0)
 }
 
 // Restart stops the component and starts it again with the same spec, as a crash and restart would.

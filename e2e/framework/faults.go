@@ -51,6 +51,17 @@ func ClosedPort() (int, error) {
 // ClosedPortKubeconfig is c's kubeconfig with its server moved to a closed loopback port: valid
 // credentials, unreachable cluster, as a worker that is gone looks to the manager.
 func ClosedPortKubeconfig(c lab.Cluster) ([]byte, error) {
+	port, err := ClosedPort()
+	if err != nil {
+		return nil, err
+	}
+	return KubeconfigWithServer(c, fmt.Sprintf("https://127.0.0.1:%d", port))
+}
+
+// KubeconfigWithServer is c's admin kubeconfig reaching it at another address (a proxy before it,
+// a closed port): the same credentials and CA, so the address must be one the API server's
+// certificate names (any port of 127.0.0.1 on the local lab).
+func KubeconfigWithServer(c lab.Cluster, server string) ([]byte, error) {
 	data, err := lab.Kubeconfig(c)
 	if err != nil {
 		return nil, err
@@ -59,12 +70,8 @@ func ClosedPortKubeconfig(c lab.Cluster) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: parse kubeconfig: %w", c.Name(), err)
 	}
-	port, err := ClosedPort()
-	if err != nil {
-		return nil, err
-	}
 	for _, cl := range cfg.Clusters {
-		cl.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
+		cl.Server = server
 	}
 	out, err := clientcmd.Write(*cfg)
 	if err != nil {
