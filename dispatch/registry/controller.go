@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/manager/metrics"
 )
@@ -32,7 +33,8 @@ const ClusterAPIAnnotation = "fleetq.dev/cluster-api-cluster"
 
 // Controller connects the registry to every MultiKueueCluster and reports each one's Active
 // condition: a reason (BadKubeconfig, KubeconfigNotFound, ClientConnectionFailed) and, in its
-// lastTransitionTime, when the worker became active or first failed.
+// lastTransitionTime, when the worker became active or first failed; and, once the manager has
+// tried to renew its fencing Lease there, the FencingLease condition.
 type Controller struct {
 	Client    client.Client
 	Registry  *Registry
@@ -156,29 +158,50 @@ func (c *Controller) kubeconfig(ctx context.Context, mkc *kueue.MultiKueueCluste
 
 func (c *Controller) writeCondition(ctx context.Context, mkc *kueue.MultiKueueCluster, h Health) error {
 	metrics.WorkerActive(mkc.Name, h.Active)
-	cond := metav1.Condition{
+	want := []metav1.Condition{{
 		Type:               kueue.MultiKueueClusterActive,
 		Status:             metav1.ConditionFalse,
 		Reason:             h.Reason,
 		Message:            h.Message,
 		ObservedGeneration: mkc.Generation,
 		LastTransitionTime: metav1.NewTime(h.Since),
-	}
+	}}
 	if h.Active {
-		cond.Status = metav1.ConditionTrue
+		want[0].Status = metav1.ConditionTrue
 	}
-	if cond.Reason == "" {
-		cond.Reason = ReasonConnecting
+	if want[0].Reason == "" {
+		want[0].Reason = ReasonConnecting
 	}
-	if cur := meta.FindStatusCondition(mkc.Status.Conditions, cond.Type); cur != nil &&
-		cur.Status == cond.Status && cur.Reason == cond.Reason && cur.Message == cond.Message && cur.ObservedGeneration == cond.ObservedGeneration {
-		return nil
+	if l := c.Registry.Lease(mkc.Name); !l.Since.IsZero() {
+		cond := metav1.Condition{
+			Type:               fleetq.MultiKueueClusterFencingLease,
+			Status:             metav1.ConditionFalse,
+			Reason:             l.Reason,
+			Message:            l.Message,
+			ObservedGeneration: mkc.Generation,
+			LastTransitionTime: metav1.NewTime(l.Since),
+		}
+		if l.Renewed {
+			cond.Status = metav1.ConditionTrue
+		}
+		want = append(want, cond)
 	}
 	orig := mkc.DeepCopy()
-	// SetStatusCondition keeps the old transition time when the status did not flip; the
-	// registry's Since is the truth (first failure), so set it explicitly.
-	meta.RemoveStatusCondition(&mkc.Status.Conditions, cond.Type)
-	meta.SetStatusCondition(&mkc.Status.Conditions, cond)
+	changed := false
+	for _, cond := range want {
+		if cur := meta.FindStatusCondition(mkc.Status.Conditions, cond.Type); cur != nil &&
+			cur.Status == cond.Status && cur.Reason == cond.Reason && cur.Message == cond.Message && cur.ObservedGeneration == cond.ObservedGeneration {
+			continue
+		}
+		// SetStatusCondition keeps the old transition time when the status did not flip; the
+		// registry's Since is the truth (first failure), so set it explicitly.
+		meta.RemoveStatusCondition(&mkc.Status.Conditions, cond.Type)
+		meta.SetStatusCondition(&mkc.Status.Conditions, cond)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
 	return client.IgnoreNotFound(c.Client.Status().Patch(ctx, mkc, client.MergeFrom(orig)))
 }
 

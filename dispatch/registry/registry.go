@@ -43,6 +43,24 @@ const (
 	ReasonConnecting             = "Connecting"
 )
 
+// Reasons of the MultiKueueCluster FencingLease condition (fleetq's own condition).
+const (
+	ReasonLeaseRenewed       = "Renewed"
+	ReasonLeaseHeldElsewhere = "HeldByAnotherManager"
+	ReasonLeaseRenewFailed   = "RenewFailed"
+)
+
+// LeaseHealth is what the manager last learnt renewing its fencing Lease in a worker: while it
+// fails, the worker's agent fences (or, with no Lease at all, admits with nothing to fence
+// against), so users see why on the MultiKueueCluster rather than only in the manager's logs.
+type LeaseHealth struct {
+	Renewed bool
+	Reason  string
+	Message string
+	// Since is when renewals last started to succeed or to fail; zero before the first try.
+	Since time.Time
+}
+
 // Health is what the registry last learnt about a worker.
 type Health struct {
 	Active  bool
@@ -111,6 +129,7 @@ type entry struct {
 	kubeconfigHash [32]byte
 	worker         *Worker
 	health         Health
+	lease          LeaseHealth
 	// nextAttempt backs off reconnections after failures.
 	nextAttempt time.Time
 	failures    int
@@ -226,6 +245,39 @@ func (r *Registry) Ensure(ctx context.Context, name string, kubeconfig []byte) H
 	r.mu.Unlock()
 	r.notifyHealth(name, changed)
 	return h
+}
+
+// Lease returns what the last renewal of the fencing Lease in a worker found.
+func (r *Registry) Lease(name string) LeaseHealth {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.workers[name]; ok {
+		return e.lease
+	}
+	return LeaseHealth{}
+}
+
+// LeaseRenewal records a renewal of the fencing Lease in a worker: err nil when it was
+// renewed, else the reason it failed; the worker's condition is refreshed when that changed.
+func (r *Registry) LeaseRenewal(name, reason string, err error) {
+	h := LeaseHealth{Renewed: err == nil, Reason: ReasonLeaseRenewed, Message: "Renewed"}
+	if err != nil {
+		h.Reason, h.Message = reason, err.Error()
+	}
+	r.mu.Lock()
+	e, ok := r.workers[name]
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	changed := e.lease.Renewed != h.Renewed || e.lease.Reason != h.Reason || e.lease.Message != h.Message
+	h.Since = e.lease.Since
+	if e.lease.Since.IsZero() || e.lease.Renewed != h.Renewed {
+		h.Since = r.opts.Clock.Now()
+	}
+	e.lease = h
+	r.mu.Unlock()
+	r.notifyHealth(name, changed)
 }
 
 // Remove disconnects a worker that is no longer registered.

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -103,6 +104,48 @@ var _ = Describe("Dispatch", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(clusterOf(ctx, job)).To(Equal("eu-west"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
 			g.Expect(runningIn(ctx, "eu-west", job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("says on the MultiKueueCluster when another management cluster's manager holds its fencing Lease, and renews once that Lease goes stale", func(ctx SpecContext) {
+		eu := env.Cluster("eu-west").Client()
+		leaseCondition := func(g Gomega) *metav1.Condition {
+			mkc := &kueue.MultiKueueCluster{}
+			g.Expect(mgmt.Get(ctx, client.ObjectKey{Name: "eu-west"}, mkc)).To(Succeed())
+			cond := meta.FindStatusCondition(mkc.Status.Conditions, fleetq.MultiKueueClusterFencingLease)
+			g.Expect(cond).NotTo(BeNil(), "conditions: %v", mkc.Status.Conditions)
+			return cond
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(leaseCondition(g).Reason).To(Equal(registry.ReasonLeaseRenewed))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		// A manager of another management cluster, configured with the same origin, takes the
+		// Lease over for a few seconds and then goes away.
+		key := client.ObjectKey{Namespace: mgrCfg.Namespace, Name: fleetq.ManagerLeaseName(mgrCfg.MultiCluster.Origin)}
+		Eventually(func() error {
+			l := &coordinationv1.Lease{}
+			if err := eu.Get(ctx, key, l); err != nil {
+				return err
+			}
+			l.Spec.HolderIdentity = ptr.To("another-management-cluster/manager-0")
+			l.Spec.LeaseDurationSeconds = ptr.To[int32](5)
+			l.Spec.RenewTime = ptr.To(metav1.NowMicro())
+			return eu.Update(ctx, l)
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			cond := leaseCondition(g)
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal(registry.ReasonLeaseHeldElsewhere))
+			g.Expect(cond.Message).To(ContainSubstring("another-management-cluster/manager-0"))
+			g.Expect(cond.Message).To(ContainSubstring("give each manager its own multiCluster.origin"))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(leaseCondition(g).Status).To(Equal(metav1.ConditionTrue), "renewed again once the other manager's Lease is stale")
+			l := &coordinationv1.Lease{}
+			g.Expect(eu.Get(ctx, key, l)).To(Succeed())
+			g.Expect(*l.Spec.HolderIdentity).NotTo(HavePrefix("another-management-cluster/"))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 

@@ -94,6 +94,12 @@ const (
 	EvictedByFencing = "Fenced"
 )
 
+// MultiKueueClusterFencingLease is fleetq's condition on a MultiKueueCluster, beside Kueue's
+// Active: True while the manager renews its fencing Lease in that worker; False (reasons
+// HeldByAnotherManager, RenewFailed) says why the worker's agent will fence, or, when the
+// Lease could never be created, admits with nothing to fence against.
+const MultiKueueClusterFencingLease = "FencingLease"
+
 // ManagerLeaseName is the Lease the manager with this origin renews in every worker, in the agent's
 // namespace.
 func ManagerLeaseName(origin string) string { return ManagerLeasePrefix + origin }
