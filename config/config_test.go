@@ -130,6 +130,10 @@ fairSharing: {enable: true}
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {kubeconfigDir: /}\n",
 			wantErr: []string{`multiCluster.kubeconfigDir: Invalid value: "/"`},
 		},
+		"fence shorter than a manager fail-over": {
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nleaderElection: {leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}\nmultiCluster: {fenceTimeout: 20s, leaseRenewInterval: 5s, workerLostTimeout: 2m}\n",
+			wantErr: []string{"multiCluster.fenceTimeout", "must exceed leaderElection.leaseDuration + leaderElection.retryPeriod + multiCluster.leaseRenewInterval (22s)", "on each manager fail-over"},
+		},
 		"lease renewal too slow for fence": {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {fenceTimeout: 20s, leaseRenewInterval: 15s, workerLostTimeout: 2m}\n",
 			wantErr: []string{"multiCluster.leaseRenewInterval", "at most half of fenceTimeout (20s)"},

@@ -40,7 +40,25 @@ func (c *Configuration) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, c.MultiCluster.validate(field.NewPath("multiCluster"))...)
+	errs = append(errs, c.validateFailover()...)
 	return errs
+}
+
+// validateFailover checks that a manager fail-over ends before the workers fence: the standby
+// takes the leader lease only once it expires (leaseDuration, then up to one retryPeriod), then
+// renews the fencing Lease at the next leaseRenewInterval. A fenceTimeout shorter than that
+// suspends every dispatched job in the fleet each time the leading manager dies.
+func (c *Configuration) validateFailover() field.ErrorList {
+	le, m := c.LeaderElection, c.MultiCluster
+	if le.Enabled != nil && !*le.Enabled || le.LeaseDuration == nil || le.RetryPeriod == nil || m.FenceTimeout == nil || m.LeaseRenewInterval == nil {
+		return nil
+	}
+	need := le.LeaseDuration.Duration + le.RetryPeriod.Duration + m.LeaseRenewInterval.Duration
+	if m.FenceTimeout.Duration > need {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("multiCluster", "fenceTimeout"), m.FenceTimeout.Duration.String(),
+		fmt.Sprintf("must exceed leaderElection.leaseDuration + leaderElection.retryPeriod + multiCluster.leaseRenewInterval (%s): a standby manager renews the workers' fencing Lease only after it takes over, so every worker would fence, suspending all its jobs, on each manager fail-over; raise fenceTimeout (and workerLostTimeout with it) or shorten the leader election", need))}
 }
 
 // Validate returns every problem in c, each naming its field and what to do about it.

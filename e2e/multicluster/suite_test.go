@@ -105,8 +105,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	mgrCfg, err = components.ManagerConfig()
 	Expect(err).NotTo(HaveOccurred())
-	mgrCfg.MultiCluster.FenceTimeout = &metav1.Duration{Duration: 6 * time.Second}
-	mgrCfg.MultiCluster.WorkerLostTimeout = &metav1.Duration{Duration: 15 * time.Second}
+	// A fail-over (leaseDuration + retryPeriod) ends before the workers fence (fenceTimeout),
+	// which ends before the manager places a lost worker's jobs elsewhere (workerLostTimeout).
+	mgrCfg.LeaderElection.LeaseDuration = &metav1.Duration{Duration: 5 * time.Second}
+	mgrCfg.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 4 * time.Second}
+	mgrCfg.LeaderElection.RetryPeriod = &metav1.Duration{Duration: time.Second}
+	mgrCfg.MultiCluster.FenceTimeout = &metav1.Duration{Duration: 8 * time.Second}
+	mgrCfg.MultiCluster.WorkerLostTimeout = &metav1.Duration{Duration: 20 * time.Second}
 	mgrCfg.MultiCluster.LeaseRenewInterval = &metav1.Duration{Duration: time.Second}
 	mgrCfg.MultiCluster.ProbeInterval = &metav1.Duration{Duration: time.Second}
 	mgrCfg.MultiCluster.GCInterval = &metav1.Duration{Duration: 5 * time.Second}
