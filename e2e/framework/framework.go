@@ -230,5 +230,28 @@ func (e *Environment) DumpLogs(w io.Writer, lines int) {
 	}
 }
 
+// SaveLogs copies every log of the lab (control plane, kwok, fleetq's binaries) into dir as
+// <cluster>-<name>.log, so a failed run can be read after the lab is torn down.
+func (e *Environment) SaveLogs(dir string) error {
+	if e.Lab == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logs, _ := filepath.Glob(filepath.Join(e.Lab.Dir(), "*", "logs", "*.log"))
+	for _, l := range logs {
+		cluster := filepath.Base(filepath.Dir(filepath.Dir(l)))
+		data, err := os.ReadFile(l)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, cluster+"-"+filepath.Base(l)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // pollInterval is how often the harness's own waits look again.
 const pollInterval = 200 * time.Millisecond

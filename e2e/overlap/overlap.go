@@ -15,9 +15,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Recorder records running intervals of job pods across clusters.
@@ -31,8 +33,8 @@ type Recorder struct {
 	intervals map[string]map[string][]interval
 	// alias maps namespace/uid:<uid> to the job it is (see jobLabels).
 	alias map[string]string
-	// succeeded maps a job to the clusters where one of its pods succeeded.
-	succeeded map[string]map[string]bool
+	// succeeded maps a job to the clusters where its pods succeeded, to those pods' names.
+	succeeded map[string]map[string]map[string]bool
 	// terminating holds the keys of pods seen with a deletion timestamp.
 	terminating map[string]bool
 }
@@ -41,36 +43,109 @@ type interval struct{ from, to time.Time }
 
 // New returns an empty recorder.
 func New() *Recorder {
-	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}, alias: map[string]string{}, succeeded: map[string]map[string]bool{}, terminating: map[string]bool{}}
+	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}, alias: map[string]string{}, succeeded: map[string]map[string]map[string]bool{}, terminating: map[string]bool{}}
 }
 
-// Watch records the pods of one cluster until ctx ends.
+// Watch records the pods of one cluster until ctx ends. It returns once the first list is
+// read; then it watches from the last resource version seen, so no change is missed while the
+// connection breaks and heals (a frozen or partitioned API server replays what happened). When
+// that version is gone (the API server restarted, its watch cache begins anew) it lists again
+// at once, without the informers' backoff of up to 30 s: a job's pods may only be created, run
+// and vanish in the moment between a restarted API server answering and the relist.
 func (r *Recorder) Watch(ctx context.Context, cluster string, cs kubernetes.Interface) error {
-	f := informers.NewSharedInformerFactory(cs, 0)
-	inf := f.Core().V1().Pods().Informer()
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { r.observe(cluster, o, false) },
-		UpdateFunc: func(_, o any) { r.observe(cluster, o, false) },
-		DeleteFunc: func(o any) { r.observe(cluster, o, true) },
-	})
+	w := &podWatch{r: r, cluster: cluster, pods: cs.CoreV1().Pods(""), known: map[string]*corev1.Pod{}}
+	rv, err := w.list(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("cluster %s: listing pods: %w", cluster, err)
 	}
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("cluster %s: pod watch did not sync", cluster)
-	}
+	go func() {
+		for ctx.Err() == nil {
+			next, err := w.watch(ctx, rv)
+			rv = next
+			// A watch that ended, or failed, goes on from rv: nothing is missed meanwhile. Only
+			// an expired version needs a list, and at once.
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				if next, err = w.list(ctx); err == nil {
+					rv = next
+					continue
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(retryEvery):
+			}
+		}
+	}()
 	return nil
 }
 
-func (r *Recorder) observe(cluster string, o any, deleted bool) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o, deleted = d.Obj, true
+// retryEvery is how soon a broken pod watch is tried again.
+const retryEvery = 200 * time.Millisecond
+
+// podWatch follows the pods of one cluster for a Recorder.
+type podWatch struct {
+	r       *Recorder
+	cluster string
+	pods    typedcorev1.PodInterface
+	// known are the pods seen and not yet gone, by namespace/name.
+	known map[string]*corev1.Pod
+}
+
+// list reads every pod, records each, records the known ones that are gone as deleted, and
+// returns the list's resource version.
+func (w *podWatch) list(ctx context.Context) (string, error) {
+	list, err := w.pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
 	}
-	pod, ok := o.(*corev1.Pod)
-	if !ok {
-		return
+	seen := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		key := p.Namespace + "/" + p.Name
+		seen[key] = true
+		w.known[key] = p
+		w.r.observe(w.cluster, p, false)
 	}
+	for key, p := range w.known {
+		if !seen[key] {
+			delete(w.known, key)
+			w.r.observe(w.cluster, p, true)
+		}
+	}
+	return list.ResourceVersion, nil
+}
+
+// watch records pod events from resource version rv until the watch ends, and returns the last
+// version seen; an error event (such as an expired version) is returned as the error.
+func (w *podWatch) watch(ctx context.Context, rv string) (string, error) {
+	wi, err := w.pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	if err != nil {
+		return rv, err
+	}
+	defer wi.Stop()
+	for ev := range wi.ResultChan() {
+		if ev.Type == watch.Error {
+			return rv, apierrors.FromObject(ev.Object)
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		rv = p.ResourceVersion
+		key := p.Namespace + "/" + p.Name
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			w.known[key] = p
+			w.r.observe(w.cluster, p, false)
+		case watch.Deleted:
+			delete(w.known, key)
+			w.r.observe(w.cluster, p, true)
+		}
+	}
+	return rv, nil
+}
+
+func (r *Recorder) observe(cluster string, pod *corev1.Pod, deleted bool) {
 	key := cluster + "/" + pod.Namespace + "/" + pod.Name
 	now := time.Now()
 	r.mu.Lock()
@@ -87,9 +162,12 @@ func (r *Recorder) observe(cluster string, o any, deleted bool) {
 	}
 	if pod.Status.Phase == corev1.PodSucceeded {
 		if r.succeeded[job] == nil {
-			r.succeeded[job] = map[string]bool{}
+			r.succeeded[job] = map[string]map[string]bool{}
 		}
-		r.succeeded[job][cluster] = true
+		if r.succeeded[job][cluster] == nil {
+			r.succeeded[job][cluster] = map[string]bool{}
+		}
+		r.succeeded[job][cluster][pod.Name] = true
 	}
 	switch {
 	case nowRunning && !isRunning:
@@ -267,24 +345,20 @@ func (r *Recorder) Clusters(job string) []string {
 	return out
 }
 
-// SucceededIn reports in which clusters a pod of the job has succeeded: a job that ran to the
-// end exactly once names one cluster.
-func (r *Recorder) SucceededIn(job string) []string {
+// Succeeded counts, per cluster, the pods of a job seen to succeed there: a job that ran to the
+// end exactly once has all its completions in one cluster (a copy evicted part-way may leave a
+// few in another).
+func (r *Recorder) Succeeded(job string) map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	set := map[string]bool{}
+	out := map[string]int{}
 	for j, byCluster := range r.succeeded {
 		if r.canonical(j) == job {
-			for c := range byCluster {
-				set[c] = true
+			for c, pods := range byCluster {
+				out[c] += len(pods)
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for c := range set {
-		out = append(out, c)
-	}
-	sort.Strings(out)
 	return out
 }
 

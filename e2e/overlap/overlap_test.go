@@ -1,12 +1,18 @@
 package overlap
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func pod(name, job string, phase corev1.PodPhase) *corev1.Pod {
@@ -57,11 +63,12 @@ func TestOverlaps(t *testing.T) {
 	if n := r.Terminations(); n != 2 {
 		t.Errorf("Terminations() = %d, want 2 (e-1 and f-1)", n)
 	}
-	if c := r.SucceededIn("ns/f"); len(c) != 1 || c[0] != "west" {
-		t.Errorf("SucceededIn(ns/f) = %v, want [west]", c)
+	if c := r.Succeeded("ns/f"); len(c) != 1 || c["west"] != 1 {
+		t.Errorf("Succeeded(ns/f) = %v, want one pod in west", c)
 	}
-	if c := r.SucceededIn("ns/b"); len(c) != 1 || c[0] != "east" {
-		t.Errorf("SucceededIn(ns/b) = %v, want [east]", c)
+	r.observe("east", pod("b-1", "b", corev1.PodSucceeded), false) // seen again: still one pod
+	if c := r.Succeeded("ns/b"); len(c) != 1 || c["east"] != 1 {
+		t.Errorf("Succeeded(ns/b) = %v, want one pod in east", c)
 	}
 	if c := r.Clusters("ns/a"); len(c) != 2 {
 		t.Errorf("Clusters(ns/a) = %v, want east and west", c)
@@ -103,5 +110,46 @@ func TestOverlapsOfOtherKinds(t *testing.T) {
 	r.Unobservable("east", "ns/sample")
 	if got := strings.Join(r.Overlaps(), "\n"); strings.Contains(got, "sample") {
 		t.Errorf("after Unobservable(east, ns/sample): %q", got)
+	}
+}
+
+func TestWatchListsAgainWhenItsVersionExpired(t *testing.T) {
+	cs := fake.NewClientset(pod("a-1", "a", corev1.PodRunning))
+	first := watch.NewFake()
+	calls := 0
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		calls++
+		return calls == 1, first, nil // later watches go to the fake's tracker
+	})
+	r := New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := r.Watch(ctx, "east", cs); err != nil {
+		t.Fatal(err)
+	}
+	// While the watch is down (an API server restarting), a-1 goes and a-2 starts; then the
+	// watch's version has expired.
+	if err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "a-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Tracker().Add(pod("a-2", "a", corev1.PodRunning)); err != nil {
+		t.Fatal(err)
+	}
+	first.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r.mu.Lock()
+		_, a1 := r.running["east/ns/a-1"]
+		_, a2 := r.running["east/ns/a-2"]
+		closed := len(r.intervals["ns/a"]["east"])
+		r.mu.Unlock()
+		if !a1 && a2 && closed == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the expired watch: a-1 running %v (want false, its interval closed: %d), a-2 running %v (want true)", a1, closed, a2)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
