@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
@@ -300,8 +301,9 @@ var _ = Describe("Worker faults", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		expectRunningOn(ctx, job, "us-west", 2*wait) // and the untouched copy in us-east is deleted
 		Expect(time.Since(created)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "taken back only after workerLostTimeout")
-		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(
-			"worker us-east's agent did not take up the copy within workerLostTimeout (15s): is fleetq-agent running there? Placing it elsewhere"))
+		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(fmt.Sprintf(
+			"worker us-east's agent did not take up the copy within workerLostTimeout (%s): is fleetq-agent running there? Placing it elsewhere",
+			mgrCfg.MultiCluster.WorkerLostTimeout.Duration)))
 
 		// While its agent stays down, us-east gets nothing more, and the placement says why.
 		next := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, "after-silence")
