@@ -154,7 +154,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.forget(key)
 		r.Book.Release(key)
-		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, copyRef{}, "")
+		return reconcile.Result{}, r.removeCopies(ctx, req.NamespacedName, copyRef{}, "", "")
 	}
 	cluster := workload.ClusterName(wl)
 	check, ok := r.multiKueueCheck(wl)
@@ -292,13 +292,24 @@ func (r *Reconciler) forget(key string) {
 func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster string) (reconcile.Result, error) {
 	key := workload.Key(wl)
 	name := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
-	if finished, err := r.finishedThere(ctx, wl, cluster); err != nil || finished {
+	finished, refused, err := r.finishedThere(ctx, wl, cluster)
+	if err != nil || finished {
 		// The copy finished as it was being stopped: its result stands, the workload is
 		// Finished rather than run again.
 		return reconcile.Result{}, err
 	}
 	ref := r.copyRefOf(wl)
-	if err := r.removeCopies(ctx, name, ref, wl.UID); err != nil {
+	// A workload that did not finish here keeps the copy that finished (or is finishing) in its
+	// worker: its result is mirrored on the next pass rather than deleted and the job run
+	// again; unless this cluster's API server refused that result.
+	keepIn := cluster
+	if workload.IsFinished(wl) || wl.DeletionTimestamp != nil || refused {
+		keepIn = ""
+	}
+	if err := r.removeCopies(ctx, name, ref, wl.UID, keepIn); err != nil {
+		if errors.Is(err, errFinishedThere) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 	if gone, err := r.copiesGone(ctx, name, ref, wl.UID, cluster); err != nil || !gone {
@@ -337,38 +348,41 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 }
 
 // finishedThere mirrors the final status of a copy that finished in its worker while its
-// workload was being stopped (evicted as it completed), so the job integration records the
-// result instead of running the job again. It reports whether it did.
-func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, cluster string) (bool, error) {
+// workload was being stopped (evicted as it completed, or while its worker was cut off), so the
+// job integration records the result instead of running the job again. It reports whether it
+// did. The copy is read from the worker's API server: right after a partition the cache may
+// still show it running. refused says the management cluster's API server refused the result
+// (the job then runs again).
+func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, cluster string) (finished, refused bool, err error) {
 	if workload.IsFinished(wl) || wl.DeletionTimestamp != nil || cluster == "" {
-		return false, nil
+		return false, false, nil
 	}
 	w, h := r.Registry.Get(cluster)
 	if w == nil || !h.Active {
-		return false, nil
+		return false, false, nil
 	}
 	job, err := r.managerJob(ctx, wl)
 	if err != nil || job == nil || !jobs.Dispatched(job.a, job.obj, wl) {
-		return false, err
+		return false, false, err
 	}
 	if job.a.Status(job.obj).Finished {
-		return true, nil // already mirrored; the job integration finishes the workload
+		return true, false, nil // already mirrored; the job integration finishes the workload
 	}
 	rjob := job.a.New()
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(job.obj), rjob); err != nil {
-		return false, client.IgnoreNotFound(err)
+	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(job.obj), rjob); err != nil {
+		return false, false, client.IgnoreNotFound(err)
 	}
 	if !job.a.Status(rjob).Finished || rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
-		return false, nil
+		return false, false, nil
 	}
 	if err := r.writeMirror(ctx, job, rjob); err != nil {
 		if apierrors.IsInvalid(err) {
 			r.Log.Info("Finished copy's status not accepted; the job will run again", "job", client.ObjectKeyFromObject(job.obj), "kind", job.a.GVK().Kind, "error", err.Error())
-			return false, nil
+			return false, true, nil
 		}
-		return false, err
+		return false, false, err
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // copiesGone confirms with the API server of the workload's worker (not a cache) that its copies
@@ -394,7 +408,7 @@ func (r *Reconciler) copiesGone(ctx context.Context, name types.NamespacedName, 
 		return false, err
 	}
 	for _, j := range rjobs {
-		if j.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
+		if j.obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] == string(uid) {
 			return false, nil
 		}
 	}
@@ -444,8 +458,8 @@ func (r *Reconciler) copyRefOf(wl *kueue.Workload) copyRef {
 
 // jobCopies reads the job copies of a workload from a worker: by name when the workload's job is
 // known, else by listing this manager's copies of every kind in the namespace, past the cache.
-func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader client.Reader, wl types.NamespacedName, ref copyRef) ([]client.Object, error) {
-	var candidates []client.Object
+func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader client.Reader, wl types.NamespacedName, ref copyRef) ([]job, error) {
+	var candidates []job
 	if ref.a != nil {
 		if !w.Serves(ref.a.GVK()) {
 			return nil, nil
@@ -454,7 +468,7 @@ func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader c
 		if err := reader.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.name}, j); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
-		candidates = append(candidates, j)
+		candidates = append(candidates, job{a: ref.a, obj: j})
 	} else {
 		for _, a := range r.Integrations.Adapters() {
 			if !w.Serves(a.GVK()) {
@@ -471,22 +485,32 @@ func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader c
 			if err != nil {
 				return nil, err
 			}
-			candidates = append(candidates, items...)
+			for _, obj := range items {
+				candidates = append(candidates, job{a: a, obj: obj})
+			}
 		}
 	}
-	var out []client.Object
+	var out []job
 	for _, j := range candidates {
-		if j.GetLabels()[kueue.MultiKueueOriginLabel] == r.Origin && j.GetAnnotations()[WorkloadNameAnnotation] == wl.Name {
+		if j.obj.GetLabels()[kueue.MultiKueueOriginLabel] == r.Origin && j.obj.GetAnnotations()[WorkloadNameAnnotation] == wl.Name {
 			out = append(out, j)
 		}
 	}
 	return out, nil
 }
 
+// errFinishedThere says a job copy was kept because it finished (or is finishing) in its worker:
+// its result is mirrored before the workload may be stopped.
+var errFinishedThere = errors.New("the job copy finished in its worker; its result is kept")
+
 // removeCopies deletes a workload's Workload and job copies from every worker, only those that
 // carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
 // reached holds its copies until it is lost (its agent fenced them) or back (then they go).
-func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, ref copyRef, uid types.UID) error {
+//
+// Job copies are read from the worker's API server and deleted only at the version read, so a
+// copy that finishes in between is not deleted unseen; in worker keepIn, a copy that finished
+// or is finishing stays (with its Workload copy) and errFinishedThere is returned.
+func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, ref copyRef, uid types.UID, keepIn string) error {
 	var errs *multierror.Error
 	for _, c := range r.Registry.Names() {
 		w, h := r.Registry.Get(c)
@@ -495,36 +519,59 @@ func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, 
 			// comes back, without an error to log every second meanwhile.
 			continue
 		}
-		objs, err := r.jobCopies(ctx, w, w.Client, wl, ref)
-		if err != nil {
+		if err := r.removeFrom(ctx, w, wl, ref, uid, c == keepIn); err != nil {
 			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
-			continue
-		}
-		rwl := &kueue.Workload{}
-		if err := w.Client.Get(ctx, wl, rwl); err == nil {
-			objs = append(objs, rwl)
-		} else if !apierrors.IsNotFound(err) {
-			errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
-		}
-		for _, obj := range objs {
-			if err := r.deleteOwned(ctx, w, obj, uid); err != nil {
-				errs = multierror.Append(errs, fmt.Errorf("worker %s: %w", c, err))
-			}
 		}
 	}
 	return errs.ErrorOrNil()
 }
 
-// deleteOwned deletes a copy read from a worker after checking it is this manager's and, when
-// uid is set, this workload's; a copy of another incarnation is left to garbage collection.
-func (r *Reconciler) deleteOwned(ctx context.Context, w *registry.Worker, obj client.Object, uid types.UID) error {
+// removeFrom deletes a workload's copies from one worker: its job copies first, then, once no
+// job copy is kept, its Workload copy (which the agent needs to account for a kept job copy).
+func (r *Reconciler) removeFrom(ctx context.Context, w *registry.Worker, wl types.NamespacedName, ref copyRef, uid types.UID, keepFinished bool) error {
+	rjobs, err := r.jobCopies(ctx, w, w.Reader, wl, ref)
+	if err != nil {
+		return err
+	}
+	for _, j := range rjobs {
+		if !r.ours(j.obj, uid) {
+			continue
+		}
+		if st := j.a.Status(j.obj); keepFinished && (st.Finished || st.Ending) {
+			return errFinishedThere
+		}
+		if err := deleteAt(ctx, w, j.obj, true); err != nil {
+			return err
+		}
+	}
+	rwl := &kueue.Workload{}
+	if err := w.Client.Get(ctx, wl, rwl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !r.ours(rwl, uid) {
+		return nil
+	}
+	return deleteAt(ctx, w, rwl, false)
+}
+
+// ours says whether a copy read from a worker is this manager's, not already being deleted and,
+// when uid is set, of that workload; a copy of another incarnation is left to garbage collection.
+func (r *Reconciler) ours(obj client.Object, uid types.UID) bool {
 	if obj.GetLabels()[kueue.MultiKueueOriginLabel] != r.Origin || obj.GetDeletionTimestamp() != nil {
-		return nil
+		return false
 	}
-	if uid != "" && obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(uid) {
-		return nil
+	return uid == "" || obj.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] == string(uid)
+}
+
+// deleteAt deletes a copy read from a worker, only that object (its UID) and, with atVersion,
+// only as it was read: a copy that changed since (it finished, say) fails with a conflict and
+// is looked at again.
+func deleteAt(ctx context.Context, w *registry.Worker, obj client.Object, atVersion bool) error {
+	pre := client.Preconditions{UID: ptr.To(obj.GetUID())}
+	if atVersion {
+		pre.ResourceVersion = ptr.To(obj.GetResourceVersion())
 	}
-	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := w.Client.Delete(ctx, obj, pre, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}

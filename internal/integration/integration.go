@@ -102,6 +102,10 @@ type Status struct {
 	// Active is true while the job may still have pods (running, or terminating after a
 	// suspend): a stopped job's reservation is released only once Active is false.
 	Active bool
+	// Ending is true once the job's result is decided but its controller has not marked it
+	// finished yet (a batch/v1 Job with SuccessCriteriaMet or FailureTarget, waiting for its
+	// pods to go): a copy that is ending is kept until it finishes, not deleted and run again.
+	Ending bool
 }
 
 // Deleter is implemented by kinds that cannot be suspended again once started (a Pod): fleetq

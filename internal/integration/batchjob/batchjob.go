@@ -99,6 +99,8 @@ func (Adapter) Status(obj client.Object) integration.Status {
 			continue
 		}
 		switch c.Type {
+		case batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget:
+			st.Ending = true
 		case batchv1.JobComplete:
 			st.Finished, st.Message = true, "Job finished successfully"
 		case batchv1.JobFailed:

@@ -53,14 +53,16 @@ func TestStatus(t *testing.T) {
 		status batchv1.JobStatus
 		want   integration.Status
 	}{
-		"pending":                 {},
-		"running":                 {status: batchv1.JobStatus{Active: 2, StartTime: &start}, want: integration.Status{Active: true}},
-		"pods terminating":        {status: batchv1.JobStatus{Terminating: ptr.To[int32](1)}, want: integration.Status{Active: true}},
-		"started, not yet marked": {status: batchv1.JobStatus{StartTime: &start}, want: integration.Status{Active: true}},
-		"suspended after running": {status: batchv1.JobStatus{StartTime: &start, Conditions: []batchv1.JobCondition{cond(batchv1.JobSuspended, "")}}},
-		"complete":                {status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{cond(batchv1.JobComplete, "")}}, want: integration.Status{Finished: true, Message: "Job finished successfully"}},
-		"failed with a message":   {status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{cond(batchv1.JobFailed, "BackoffLimitExceeded")}}, want: integration.Status{Finished: true, Failed: true, Message: "BackoffLimitExceeded"}},
-		"failed without one":      {status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{cond(batchv1.JobFailed, "")}}, want: integration.Status{Finished: true, Failed: true, Message: "Job failed: R"}},
+		"pending":                           {},
+		"running":                           {status: batchv1.JobStatus{Active: 2, StartTime: &start}, want: integration.Status{Active: true}},
+		"pods terminating":                  {status: batchv1.JobStatus{Terminating: ptr.To[int32](1)}, want: integration.Status{Active: true}},
+		"started, not yet marked":           {status: batchv1.JobStatus{StartTime: &start}, want: integration.Status{Active: true}},
+		"suspended after running":           {status: batchv1.JobStatus{StartTime: &start, Conditions: []batchv1.JobCondition{cond(batchv1.JobSuspended, "")}}},
+		"success criteria met, pods ending": {status: batchv1.JobStatus{StartTime: &start, Terminating: ptr.To[int32](1), Conditions: []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, "")}}, want: integration.Status{Active: true, Ending: true}},
+		"failure target, pods ending":       {status: batchv1.JobStatus{StartTime: &start, Conditions: []batchv1.JobCondition{cond(batchv1.JobFailureTarget, "")}}, want: integration.Status{Active: true, Ending: true}},
+		"complete":                          {status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{cond(batchv1.JobComplete, "")}}, want: integration.Status{Finished: true, Message: "Job finished successfully"}},
+		"failed with a message":             {status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{cond(batchv1.JobFailed, "BackoffLimitExceeded")}}, want: integration.Status{Finished: true, Failed: true, Message: "BackoffLimitExceeded"}},
+		"failed without one":                {status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{cond(batchv1.JobFailed, "")}}, want: integration.Status{Finished: true, Failed: true, Message: "Job failed: R"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
