@@ -9,7 +9,9 @@ export FLEETQ_BIN_DIR := $(BIN)
 export KUBEBUILDER_ASSETS := $(BIN)
 
 GO ?= go
-PKGS := ./...
+# Every package but the chaos suite, which `make test` runs on its own afterwards: its lab of
+# four clusters and five fleetq processes would starve the e2e suites running beside it on 2 cores.
+PKGS = $(shell $(GO) list ./... | grep -v /e2e/chaos)
 # Test timeout for the whole suite (unit, integration on real API servers, e2e on the lab).
 TEST_TIMEOUT ?= 40m
 
@@ -33,8 +35,9 @@ tools: ## Build the pinned lab tools (etcd, kube-*, kwok, training-operator, ray
 kueue: ## Build Kueue v0.17.0 into bin/ for the side-by-side benchmark (~7 min cold; `make test` does not need it).
 	hack/tools/build.sh kueue
 
-test: tools ## Run every test: unit, integration (real API servers) and e2e (the lab).
+test: tools ## Run every test: unit, integration (real API servers), e2e (the lab), then a short chaos run.
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 $(PKGS)
+	$(GO) test -timeout 30m ./e2e/chaos/
 
 # Flags for fleetq-demo, e.g. DEMO_FLAGS="--story smoke" or "--kubeconfig mgmt.kubeconfig" (see bin/fleetq-demo --help).
 DEMO_FLAGS ?=
@@ -54,7 +57,7 @@ verify: generate ## Fail if generated files are stale or code is unformatted.
 
 lint: ## gofmt and go vet.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w"; exit 1; }
-	$(GO) vet $(PKGS)
+	$(GO) vet ./...
 
 clean: ## Remove built binaries (not the Go cache).
 	rm -rf $(BIN)
@@ -81,7 +84,18 @@ BENCH_SCALE ?= 1
 BENCH_OUT ?= _bench
 BENCH_FLAGS ?=
 
-.PHONY: kueue bench
+.PHONY: kueue bench chaos
+
+# The long chaos run (e2e/chaos): CHAOS_SEED reruns a schedule; a new seed by default.
+CHAOS_SEED ?= $(shell date +%s)
+CHAOS_LENGTH ?= 30m
+CHAOS_JOBS ?= 300
+CHAOS_DRAIN ?= 10m
+
+chaos: tools ## Faults on a seeded schedule for CHAOS_LENGTH (30m) under a few hundred jobs; invariants checked; table in _chaos/.
+	$(GO) test -timeout 120m ./e2e/chaos/ -run TestChaos -v -args -ginkgo.v \
+		-chaos.seed=$(CHAOS_SEED) -chaos.length=$(CHAOS_LENGTH) -chaos.jobs=$(CHAOS_JOBS) -chaos.drain=$(CHAOS_DRAIN) \
+		-chaos.report=$(ROOT)/_chaos/report-$(CHAOS_SEED).txt -chaos.logs=$(ROOT)/_chaos/logs-$(CHAOS_SEED)
 
 bench: tools kueue ## Benchmark fleetq against Kueue v0.17 on the lab (e2e/bench/scenarios); report, CSV and plots in _bench/.
 	$(GO) run ./cmd/fleetq-bench --runs $(BENCH_RUNS) --scale $(BENCH_SCALE) --out $(BENCH_OUT) $(BENCH_FLAGS)
