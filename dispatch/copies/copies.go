@@ -7,11 +7,13 @@
 package copies
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -537,8 +539,13 @@ func (r *Reconciler) removeFrom(ctx context.Context, w *registry.Worker, wl type
 		if !r.ours(j.obj, uid) {
 			continue
 		}
-		if st := j.a.Status(j.obj); keepFinished && (st.Finished || st.Ending) {
-			return errFinishedThere
+		if keepFinished {
+			if st := j.a.Status(j.obj); st.Finished || st.Ending {
+				return errFinishedThere
+			}
+			if unrecorded, err := r.endsNotRecorded(ctx, w, j, uid); err != nil || unrecorded {
+				return cmp.Or(err, errFinishedThere)
+			}
 		}
 		if err := deleteAt(ctx, w, j.obj, true); err != nil {
 			return err
@@ -552,6 +559,21 @@ func (r *Reconciler) removeFrom(ctx context.Context, w *registry.Worker, wl type
 		return nil
 	}
 	return deleteAt(ctx, w, rwl, false)
+}
+
+// endsNotRecorded says whether a pod of the job copy succeeded and the copy's status does not
+// count it yet (its worker's job controller lags, e.g. just restarted with its API server): the
+// copy may have run to its end, and must not be deleted before its status says so.
+func (r *Reconciler) endsNotRecorded(ctx context.Context, w *registry.Worker, j job, uid types.UID) (bool, error) {
+	t, ok := j.a.(integration.EndTracker)
+	if !ok || uid == "" {
+		return false, nil
+	}
+	pods := &corev1.PodList{}
+	if err := w.Reader.List(ctx, pods, client.InNamespace(j.obj.GetNamespace()), client.MatchingLabels{fleetq.WorkloadUIDLabel: string(uid)}); err != nil {
+		return false, fmt.Errorf("listing pods of %s copy %s/%s: %w", j.a.GVK().Kind, j.obj.GetNamespace(), j.obj.GetName(), err)
+	}
+	return slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return t.EndNotRecorded(&p) }), nil
 }
 
 // ours says whether a copy read from a worker is this manager's, not already being deleted and,

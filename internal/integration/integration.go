@@ -13,6 +13,7 @@ package integration
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,6 +107,15 @@ type Status struct {
 	// finished yet (a batch/v1 Job with SuccessCriteriaMet or FailureTarget, waiting for its
 	// pods to go): a copy that is ending is kept until it finishes, not deleted and run again.
 	Ending bool
+}
+
+// EndTracker is implemented by kinds whose controller records a pod's end in the job's status
+// some time after the pod ended (a batch/v1 Job, through its tracking finalizer): until it has,
+// the job's status understates what ran, and a copy whose pods succeeded may look unfinished.
+type EndTracker interface {
+	// EndNotRecorded says whether the pod ended successfully and its job's status does not count
+	// it yet.
+	EndNotRecorded(pod *corev1.Pod) bool
 }
 
 // Deleter is implemented by kinds that cannot be suspended again once started (a Pod): fleetq

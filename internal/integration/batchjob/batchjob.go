@@ -5,6 +5,7 @@ package batchjob
 
 import (
 	"maps"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ type Adapter struct{}
 
 var _ integration.Adapter = Adapter{}
 var _ integration.Reclaimer = Adapter{}
+var _ integration.EndTracker = Adapter{}
 
 // Framework implements integration.Adapter.
 func (Adapter) Framework() string { return Framework }
@@ -113,6 +115,12 @@ func (Adapter) Status(obj client.Object) integration.Status {
 	st.Active = j.Status.Active > 0 || ptr.Deref(j.Status.Terminating, 0) > 0 ||
 		(j.Status.StartTime != nil && !suspendedCondition(j))
 	return st
+}
+
+// EndNotRecorded: the job controller removes its tracking finalizer from a pod once the Job's
+// status counts the pod's end; a Succeeded pod that still has it is not counted yet.
+func (Adapter) EndNotRecorded(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded && slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
 }
 
 // suspendedCondition says whether the job controller has marked the Job suspended.

@@ -185,3 +185,23 @@ func TestManagedBy(t *testing.T) {
 		t.Error("clearing managedBy left it set")
 	}
 }
+
+func TestEndNotRecordedUntilTheJobControllerCountsThePod(t *testing.T) {
+	pod := func(phase corev1.PodPhase, finalizers ...string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Finalizers: finalizers}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"succeeded, not counted yet": {pod(corev1.PodSucceeded, batchv1.JobTrackingFinalizer), true},
+		"succeeded and counted":      {pod(corev1.PodSucceeded), false},
+		"running":                    {pod(corev1.PodRunning, batchv1.JobTrackingFinalizer), false},
+		"failed, not counted yet":    {pod(corev1.PodFailed, batchv1.JobTrackingFinalizer), false},
+	}
+	for name, tc := range cases {
+		if got := (Adapter{}).EndNotRecorded(tc.pod); got != tc.want {
+			t.Errorf("%s: EndNotRecorded = %v, want %v", name, got, tc.want)
+		}
+	}
+}
