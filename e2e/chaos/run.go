@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/framework"
 	"github.com/fleetq/fleetq/e2e/overlap"
@@ -31,9 +32,6 @@ type Options struct {
 	// Log receives a line per fault and per phase.
 	Log io.Writer
 }
-
-// uidLabel is fleetq's label of the management Workload's UID on every pod it starts.
-const uidLabel = "fleetq.dev/workload-uid"
 
 const (
 	// recoveryBound is how long the fleet may take to be healthy after a fault is healed
@@ -407,7 +405,7 @@ func (f *Fleet) cleanup(ctx context.Context) []string {
 				}
 			}
 			pods := &corev1.PodList{}
-			if err := c.List(ctx, pods, client.HasLabels{uidLabel}); err != nil {
+			if err := c.List(ctx, pods, client.HasLabels{fleetq.WorkloadUIDLabel}); err != nil {
 				return err
 			}
 			for _, p := range pods.Items {
