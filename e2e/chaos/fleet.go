@@ -304,21 +304,10 @@ func (f *Fleet) Healthy(ctx context.Context) error {
 }
 
 func (f *Fleet) waitReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f.Healthy(ctx)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("chaos fleet not ready after %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := poll(ctx, timeout, func() error { return f.Healthy(ctx) }); err != nil {
+		return fmt.Errorf("chaos fleet not ready after %s: %w", timeout, err)
 	}
+	return nil
 }
 
 // Leader is the index of the manager replica that holds the leader lease, read from each
