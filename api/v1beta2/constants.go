@@ -19,6 +19,18 @@ const (
 	// workloads still reference it.
 	ResourceInUseFinalizerName = "kueue.x-k8s.io/resource-in-use"
 
+	// PodGroupNameLabel makes a Pod a member of a pod group: the Pods of one group run as one
+	// Workload, named after the group, all of them or none.
+	PodGroupNameLabel = "kueue.x-k8s.io/pod-group-name"
+
+	// PodGroupTotalCountAnnotation says how many Pods a pod group has; every member carries the
+	// same number, and the group is queued once that many exist.
+	PodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count"
+
+	// RetriableInGroupAnnotation set to "false" on a member ends a pod group that did not succeed:
+	// its Workload finishes as failed once none of its Pods runs.
+	RetriableInGroupAnnotation = "kueue.x-k8s.io/retriable-in-group"
+
 	// DefaultPodSetName is the pod set name Kueue defaults when a pod set has none.
 	DefaultPodSetName PodSetReference = "main"
 )

@@ -124,6 +124,23 @@ type Deleter interface {
 	StopByDeletion() bool
 }
 
+// Grouper is implemented by kinds whose objects may join a group that runs as one workload, all
+// of its members or none (Kueue's pod groups: Pods labelled kueue.x-k8s.io/pod-group-name). The
+// group's Workload is named after the group and exists once every member does; the kind's own
+// controller leaves grouped objects to the group controller.
+type Grouper interface {
+	// Group names the group obj belongs to and how many members the group has; name is "" for an
+	// object on its own. An error is a *field.Error naming the label or annotation that is wrong.
+	Group(obj client.Object) (name string, size int32, err error)
+	// GroupLabel is the label whose value is the group's name, to list a group's members.
+	GroupLabel() string
+	// NewList returns an empty list of the kind.
+	NewList() client.ObjectList
+	// GroupPodSets describes a group's members as its workload's pod sets, members with the same
+	// pod spec in one pod set, in a stable order, and says which pod set each member is in.
+	GroupPodSets(members []client.Object) ([]kueue.PodSet, []kueue.PodSetReference)
+}
+
 // Reclaimer is implemented by kinds whose pods finish one by one (a Job with completions): how
 // many pods of each pod set have finished for good and no longer need room.
 type Reclaimer interface {

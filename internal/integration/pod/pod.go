@@ -5,15 +5,27 @@
 // tolerations and removes the gate. A started Pod cannot be gated again, so an evicted Pod is
 // stopped by deleting it (integration.Deleter): its quota is released once it is gone, and it is
 // not requeued (the Pod is gone; its owner or its user makes a new one).
+//
+// Pods labelled kueue.x-k8s.io/pod-group-name form a pod group (integration.Grouper): one
+// Workload named after the group, whose pod sets gather the members with the same spec; it is
+// created once the group has the kueue.x-k8s.io/pod-group-total-count Pods it announces.
 package pod
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -26,8 +38,11 @@ const Framework = "pod"
 // GateName is the scheduling gate that holds a Pod until it is admitted (Kueue's).
 const GateName = "kueue.x-k8s.io/admission"
 
-// GroupNameLabel makes a Pod part of a pod group in Kueue; fleetq does not run pod groups yet.
-const GroupNameLabel = "kueue.x-k8s.io/pod-group-name"
+// GroupNameLabel makes a Pod a member of a pod group (Kueue's label).
+const GroupNameLabel = kueue.PodGroupNameLabel
+
+// GroupTotalCountAnnotation says how many Pods the Pod's group has (Kueue's annotation).
+const GroupTotalCountAnnotation = kueue.PodGroupTotalCountAnnotation
 
 // PodSetName is the one pod set of a Pod's workload.
 const PodSetName kueue.PodSetReference = "main"
@@ -38,6 +53,7 @@ type Adapter struct{}
 var (
 	_ integration.Adapter = Adapter{}
 	_ integration.Deleter = Adapter{}
+	_ integration.Grouper = Adapter{}
 )
 
 // Framework implements integration.Adapter.
@@ -60,12 +76,11 @@ func pod(obj client.Object) *corev1.Pod { return obj.(*corev1.Pod) }
 // PodSets implements integration.Adapter: one pod set of one pod, the Pod as its user wrote it
 // (without fleetq's gate).
 func (Adapter) PodSets(obj client.Object) ([]kueue.PodSet, error) {
-	p := pod(obj)
-	if g := p.Labels[GroupNameLabel]; g != "" {
-		// Admitting the group's pods one by one would start part of a group: refused until
-		// groups are supported.
-		return nil, fmt.Errorf("metadata.labels[%s] is %q, but fleetq does not run pod groups yet (their pods would be admitted one by one, not all or none); run the group as a Job (parallelism and completions = the group's size) or a JobSet, or remove the label to queue each Pod on its own", GroupNameLabel, g)
-	}
+	return []kueue.PodSet{{Name: PodSetName, Count: 1, Template: template(pod(obj))}}, nil
+}
+
+// template is the Pod as its user wrote it: without fleetq's gate and its node.
+func template(p *corev1.Pod) corev1.PodTemplateSpec {
 	spec := p.Spec.DeepCopy()
 	spec.SchedulingGates = slices.DeleteFunc(spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == GateName })
 	if len(spec.SchedulingGates) == 0 {
@@ -74,7 +89,106 @@ func (Adapter) PodSets(obj client.Object) ([]kueue.PodSet, error) {
 	spec.NodeName = ""
 	t := corev1.PodTemplateSpec{Spec: *spec}
 	t.Labels, t.Annotations = maps.Clone(p.Labels), maps.Clone(p.Annotations)
-	return []kueue.PodSet{{Name: PodSetName, Count: 1, Template: t}}, nil
+	return t
+}
+
+var (
+	groupLabelPath = field.NewPath("metadata", "labels").Key(GroupNameLabel)
+	groupCountPath = field.NewPath("metadata", "annotations").Key(GroupTotalCountAnnotation)
+)
+
+// Group implements integration.Grouper: the Pod's kueue.x-k8s.io/pod-group-name label and its
+// kueue.x-k8s.io/pod-group-total-count annotation.
+func (Adapter) Group(obj client.Object) (string, int32, error) {
+	p := pod(obj)
+	name, ok := p.Labels[GroupNameLabel]
+	if !ok {
+		return "", 0, nil
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return "", 0, field.Invalid(groupLabelPath, name, msgs[0]+"; the group's Workload is named after it")
+	}
+	raw, ok := p.Annotations[GroupTotalCountAnnotation]
+	if !ok {
+		return "", 0, field.Required(groupCountPath, fmt.Sprintf("a Pod of pod group %q must say how many Pods the group has, the same number on every member", name))
+	}
+	n, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil || n < 1 {
+		return "", 0, field.Invalid(groupCountPath, raw, fmt.Sprintf("must be the number of Pods in pod group %q, a whole number from 1 to %d", name, math.MaxInt32))
+	}
+	return name, int32(n), nil
+}
+
+// GroupLabel implements integration.Grouper.
+func (Adapter) GroupLabel() string { return GroupNameLabel }
+
+// NewList implements integration.Grouper.
+func (Adapter) NewList() client.ObjectList { return &corev1.PodList{} }
+
+// GroupPodSets implements integration.Grouper: members whose specs ask for the same (role) share
+// a pod set, named by a hash of that shape as Kueue names a group's roles, so a
+// replacement Pod joins the pod set of the one it replaces; pod sets are sorted by name and each
+// one's template is its first member's by name.
+func (Adapter) GroupPodSets(members []client.Object) ([]kueue.PodSet, []kueue.PodSetReference) {
+	sets := map[kueue.PodSetReference]*kueue.PodSet{}
+	first := map[kueue.PodSetReference]string{}
+	names := make([]kueue.PodSetReference, len(members))
+	for i, m := range members {
+		t := template(pod(m))
+		name := role(t.Spec)
+		names[i] = name
+		ps, ok := sets[name]
+		if !ok {
+			ps = &kueue.PodSet{Name: name}
+			sets[name] = ps
+		}
+		ps.Count++
+		if !ok || m.GetName() < first[name] {
+			ps.Template, first[name] = t, m.GetName()
+		}
+	}
+	out := make([]kueue.PodSet, 0, len(sets))
+	for _, ps := range sets {
+		out = append(out, *ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, names
+}
+
+// role names the pod set of a member by what admission looks at in its spec — its containers'
+// names, images and resources, and where it may be scheduled — as the first 8 hex digits of a
+// hash. What differs from member to member (hostname, the API server's service-account volume
+// and its mounts, environment) is left out.
+func role(spec corev1.PodSpec) kueue.PodSetReference {
+	type container struct {
+		Name, Image string
+		Resources   corev1.ResourceRequirements
+	}
+	containers := func(cs []corev1.Container) []container {
+		out := make([]container, len(cs))
+		for i, c := range cs {
+			out[i] = container{Name: c.Name, Image: c.Image, Resources: c.Resources}
+		}
+		return out
+	}
+	shape := struct {
+		InitContainers, Containers []container
+		NodeSelector               map[string]string
+		Affinity                   *corev1.Affinity
+		Tolerations                []corev1.Toleration
+		TopologySpread             []corev1.TopologySpreadConstraint
+		PriorityClassName          string
+		RuntimeClassName           *string
+		Overhead                   corev1.ResourceList
+		Resources                  *corev1.ResourceRequirements
+	}{containers(spec.InitContainers), containers(spec.Containers), spec.NodeSelector, spec.Affinity, spec.Tolerations,
+		spec.TopologySpreadConstraints, spec.PriorityClassName, spec.RuntimeClassName, spec.Overhead, spec.Resources}
+	b, err := json.Marshal(shape)
+	if err != nil {
+		panic(err) // plain API types always marshal
+	}
+	sum := sha256.Sum256(b)
+	return kueue.PodSetReference(hex.EncodeToString(sum[:4]))
 }
 
 // Suspended implements integration.Adapter: the Pod carries the gate.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetq/fleetq/internal/integration"
 )
@@ -87,11 +88,76 @@ func TestStatus(t *testing.T) {
 	}
 }
 
-func TestPodGroupsRefused(t *testing.T) {
+func member(name, group, size string) *corev1.Pod {
 	p := userPod()
-	p.Labels[GroupNameLabel] = "trainers"
-	_, err := Adapter{}.PodSets(p)
-	if err == nil || !strings.Contains(err.Error(), `metadata.labels[kueue.x-k8s.io/pod-group-name] is "trainers", but fleetq does not run pod groups yet`) || !strings.Contains(err.Error(), "run the group as a Job") {
-		t.Errorf("a grouped Pod: %v", err)
+	p.Name = name
+	p.Labels[GroupNameLabel] = group
+	if size != "" {
+		p.Annotations = map[string]string{GroupTotalCountAnnotation: size}
+	}
+	return p
+}
+
+func TestGroupNamesTheLabelOrAnnotationThatIsWrong(t *testing.T) {
+	a := Adapter{}
+	if name, _, err := a.Group(userPod()); name != "" || err != nil {
+		t.Errorf("a Pod on its own: %q, %v", name, err)
+	}
+	name, size, err := a.Group(member("trainer-0", "trainers", "4"))
+	if name != "trainers" || size != 4 || err != nil {
+		t.Errorf("a member: %q %d %v", name, size, err)
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{member("a", "trainers", ""), `metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: a Pod of pod group "trainers" must say how many Pods the group has`},
+		{member("a", "trainers", "four"), `metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Invalid value: "four": must be the number of Pods in pod group "trainers", a whole number from 1 to 2147483647`},
+		{member("a", "trainers", "0"), `Invalid value: "0": must be the number of Pods`},
+		{member("a", "trainers", "99999999999"), `Invalid value: "99999999999"`},
+		{member("a", "Trainers_1", "2"), `metadata.labels[kueue.x-k8s.io/pod-group-name]: Invalid value: "Trainers_1": a lowercase RFC 1123 subdomain`},
+	} {
+		if _, _, err := a.Group(tc.pod); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.pod.Annotations, err, tc.want)
+		}
+	}
+}
+
+func TestGroupPodSetsGatherMembersWithTheSameSpec(t *testing.T) {
+	a := Adapter{}
+	launcher := member("launcher", "mpi", "3")
+	w1, w0 := member("worker-1", "mpi", "3"), member("worker-0", "mpi", "3")
+	for _, w := range []*corev1.Pod{w0, w1} {
+		w.Spec.Containers[0].Image = "trainer:v2"
+		// Members differ in hostname and in the API server's service-account volume: one pod set.
+		w.Spec.Hostname = w.Name
+		w.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access-" + w.Name}}
+		w.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access-" + w.Name, MountPath: "/var/run/secrets"}}
+	}
+	a.SetSuspended(w1, true) // fleetq's gate is not part of the spec
+	sets, names := a.GroupPodSets([]client.Object{w1, launcher, w0})
+	if len(sets) != 2 {
+		t.Fatalf("pod sets %+v", sets)
+	}
+	if names[0] != names[2] || names[0] == names[1] {
+		t.Errorf("members' pod sets %v: the workers share one, the launcher has its own", names)
+	}
+	workers := integration.FindPodSet(sets, names[0])
+	if workers == nil || workers.Count != 2 || workers.Template.Spec.Hostname != "worker-0" || len(workers.Template.Spec.SchedulingGates) != 0 {
+		t.Errorf("the workers' pod set %+v: 2 members, the first one's template, no gate", workers)
+	}
+	if sets[0].Name > sets[1].Name || len(sets[0].Name) != 8 {
+		t.Errorf("pod set names %q, %q: sorted, 8 hex digits", sets[0].Name, sets[1].Name)
+	}
+	again, _ := a.GroupPodSets([]client.Object{w0, launcher, w1})
+	if diff := cmp.Diff(sets, again); diff != "" {
+		t.Errorf("the members' order changed the pod sets: %s", diff)
+	}
+	replacement := member("worker-2", "mpi", "3")
+	replacement.Spec = *w1.Spec.DeepCopy()
+	replacement.Spec.Hostname = "worker-2"
+	_, names = a.GroupPodSets([]client.Object{replacement})
+	if names[0] != workers.Name {
+		t.Errorf("a replacement worker is in pod set %q, not the workers' %q", names[0], workers.Name)
 	}
 }
