@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,7 @@ import (
 	"github.com/fleetq/fleetq/internal/integration/generic"
 	podintegration "github.com/fleetq/fleetq/internal/integration/pod"
 	"github.com/fleetq/fleetq/internal/workload"
+	"github.com/fleetq/fleetq/manager/jobs"
 	"github.com/fleetq/fleetq/manager/setup"
 )
 
@@ -235,6 +237,9 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 	It("holds a plain Pod with a scheduling gate until it is admitted, starts it on the flavor, and releases quota when it succeeds", func(ctx SpecContext) {
 		blocker := kinds.PyTorchJob(ns, "pod-blocker", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "6s"})
 		Expect(k8s.Create(ctx, blocker)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(gpusInUse(ctx)).To(Equal(int64(4)), "the blocker holds all of the quota")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		p := plainPod("notebook", 2, "4s", "")
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 		Expect(gated(p)).To(BeTrue(), "the webhook gates the Pod at creation: %v", p.Spec.SchedulingGates)
@@ -265,11 +270,139 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 	})
 
-	It("refuses a Pod of a pod group, which fleetq does not run yet, naming the label and what to use instead", func(ctx SpecContext) {
-		p := plainPod("group-member", 1, "1m", "")
-		p.Labels[podintegration.GroupNameLabel] = "trainers"
+	// groupMember is a Pod of pod group group, of size pods.
+	groupMember := func(name, group string, size int, gpus int64, runFor string) *corev1.Pod {
+		p := plainPod(name, gpus, runFor, "")
+		p.Labels[kueue.PodGroupNameLabel] = group
+		p.Annotations[kueue.PodGroupTotalCountAnnotation] = fmt.Sprint(size)
+		return p
+	}
+	groupWorkload := func(ctx context.Context, group string) *kueue.Workload {
+		wl := &kueue.Workload{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: group}, wl); err != nil {
+			return nil
+		}
+		return wl
+	}
+	// eventsOn lists the messages of the events about a Pod with that reason.
+	eventsOn := func(ctx context.Context, g Gomega, p *corev1.Pod, reason string) []string {
+		list := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Pod" && e.Regarding.Name == p.Name && e.Reason == reason {
+				out = append(out, e.Note)
+			}
+		}
+		return out
+	}
+	current := func(ctx context.Context, g Gomega, p *corev1.Pod) *corev1.Pod {
+		cur := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), cur)).To(Succeed())
+		return cur
+	}
+
+	It("queues a pod group once all its Pods exist, starts them together on the flavor, and releases quota when all succeeded", func(ctx SpecContext) {
+		members := []*corev1.Pod{groupMember("trainer-0", "trainers", 3, 1, "4s"), groupMember("trainer-1", "trainers", 3, 1, "4s")}
+		for _, p := range members {
+			Expect(k8s.Create(ctx, p)).To(Succeed())
+			Expect(gated(p)).To(BeTrue(), "the webhook gates a member at creation")
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(eventsOn(ctx, g, members[0], jobs.ReasonGroupWaiting)).To(ContainElement(
+				"group trainers has 2 of its 3 Pods: it is queued once the 1 missing are created (all of a group's members start together, or none)"))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(groupWorkload(ctx, "trainers")).To(BeNil(), "no Workload for a group that is not whole")
+			for _, p := range members {
+				cur := current(ctx, g, p)
+				g.Expect(gated(cur)).To(BeTrue())
+				g.Expect(cur.Spec.NodeName).To(BeEmpty())
+			}
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+
+		last := groupMember("trainer-2", "trainers", 3, 1, "4s")
+		last.Spec.Containers[0].Image = "registry.example/evaluator:v1" // another role: its own pod set
+		Expect(k8s.Create(ctx, last)).To(Succeed())
+		members = append(members, last)
+		Eventually(func(g Gomega) {
+			wl := groupWorkload(ctx, "trainers")
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(wl.Spec.PodSets).To(HaveLen(2), "trainers and the evaluator")
+			g.Expect(wl.Spec.PodSets[0].Count + wl.Spec.PodSets[1].Count).To(Equal(int32(3)))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			for _, p := range members {
+				cur := current(ctx, g, p)
+				g.Expect(gated(cur)).To(BeFalse(), "admitted: %s's gate is gone", p.Name)
+				g.Expect(cur.Spec.NodeSelector).To(HaveKeyWithValue(lab.PoolLabel, kindsPoolName))
+				g.Expect(cur.Spec.Tolerations).To(ContainElement(gpuToleration))
+				g.Expect(cur.Status.Phase).To(Equal(corev1.PodSucceeded))
+			}
+			wl := groupWorkload(ctx, "trainers")
+			g.Expect(wl).NotTo(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(Equal("all 3 Pods of group trainers succeeded"))
+			g.Expect(gpusInUse(ctx)).To(BeZero(), "a finished group holds no quota")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		for _, p := range members {
+			Expect(k8s.Delete(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(groupWorkload(ctx, "trainers")).To(BeNil(), "the group's Workload goes with its last Pod")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("preempts a running pod group for a higher-priority job by deleting every Pod of it, and its Workload goes with them", func(ctx SpecContext) {
+		members := []*corev1.Pod{groupMember("sweep-0", "sweep", 2, 2, "1h"), groupMember("sweep-1", "sweep", 2, 2, "1h")}
+		for _, p := range members {
+			Expect(k8s.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			for _, p := range members {
+				g.Expect(current(ctx, g, p).Status.Phase).To(Equal(corev1.PodRunning))
+			}
+			g.Expect(gpusInUse(ctx)).To(Equal(int64(4)))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		urgent := kinds.PyTorchJob(ns, "group-urgent", kinds.Options{Queue: "kinds-queue", PriorityClass: "kinds-urgent", Workers: 1, GPUs: 2, RunFor: "5s"})
+		Expect(k8s.Create(ctx, urgent)).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, p := range members {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "preempted member %s is deleted (err %v)", p.Name, err)
+			}
+			g.Expect(groupWorkload(ctx, "sweep")).To(BeNil(), "its Workload goes with its Pods")
+			g.Expect(running(ctx, g, kinds.PyTorchJobLabel, "group-urgent")).To(HaveLen(2), "the urgent job runs")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(kinds.Succeeded(get(ctx, urgent))).To(BeTrue())
+			g.Expect(gpusInUse(ctx)).To(BeZero())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("ends a running pod group whose Workload is deleted: its Pods are deleted and its quota released", func(ctx SpecContext) {
+		p := groupMember("stuck-0", "stuck", 1, 2, "1h")
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(current(ctx, g, p).Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(k8s.Delete(ctx, groupWorkload(ctx, "stuck"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the member is deleted (err %v)", err)
+			g.Expect(groupWorkload(ctx, "stuck")).To(BeNil())
+			g.Expect(gpusInUse(ctx)).To(BeZero())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("refuses a member of a pod group that does not say the group's size, naming the annotation", func(ctx SpecContext) {
+		p := plainPod("no-size", 1, "1m", "")
+		p.Labels[kueue.PodGroupNameLabel] = "trainers"
 		err := k8s.Create(ctx, p)
-		Expect(err).To(MatchError(And(ContainSubstring(`metadata.labels[kueue.x-k8s.io/pod-group-name] is "trainers", but fleetq does not run pod groups yet`), ContainSubstring("run the group as a Job"))))
+		Expect(err).To(MatchError(ContainSubstring(`metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: a Pod of pod group "trainers" must say how many Pods the group has, the same number on every member`)))
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}))).To(BeTrue(), "the Pod was not created")
 	})
 

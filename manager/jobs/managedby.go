@@ -14,6 +14,13 @@ import (
 // MultiKueue runs nowhere on a local queue. "" means it can run. A workload without the
 // annotation (created directly, not for a job) is not checked.
 func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, clusterQueue string, multi bool) string {
+	if a, name, ok := groupOf(integrations, wl); ok {
+		if multi && a.Fields().LocalOnly {
+			return fmt.Sprintf("ClusterQueue %s runs its workloads in worker clusters, but the %ss of group %s run only in the cluster they were created in; submit them through a LocalQueue of a ClusterQueue without a MultiKueue admission check, or run them as a Job or JobSet",
+				clusterQueue, a.GVK().Kind, name)
+		}
+		return ""
+	}
 	managedBy, ok := wl.Annotations[fleetq.JobManagedByAnnotation]
 	if !ok {
 		return ""
@@ -45,4 +52,17 @@ func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, cl
 			clusterQueue, kind, ref.Name, field, managedBy, recreate, field, wl.Spec.QueueName)
 	}
 	return ""
+}
+
+// groupOf returns the kind and name of the group a group's Workload (GroupReconciler) runs.
+func groupOf(integrations *integration.Registry, wl *kueue.Workload) (integration.Adapter, string, bool) {
+	if integrations == nil {
+		return nil, "", false
+	}
+	for _, a := range integrations.Adapters() {
+		if g, ok := a.(integration.Grouper); ok && wl.Labels[g.GroupLabel()] != "" {
+			return a, wl.Labels[g.GroupLabel()], true
+		}
+	}
+	return nil, "", false
 }

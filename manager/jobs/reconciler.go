@@ -126,8 +126,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if !Managed(obj, r.Config, r.Integrations) {
-		return reconcile.Result{}, nil
+	if !Managed(obj, r.Config, r.Integrations) || Grouped(r.Adapter, obj) {
+		return reconcile.Result{}, nil // a group's members are the group controller's
 	}
 	// Workloads of an earlier job with the same name go; quota they hold is released.
 	if err := r.deleteOrphans(ctx, req.NamespacedName, obj.GetUID()); err != nil {
@@ -187,9 +187,25 @@ func Dispatched(a integration.Adapter, obj client.Object, wl *kueue.Workload) bo
 // running it too.
 func StaysSuspended(a integration.Adapter) bool { return a.Fields().ManagedBy == "" }
 
-// WorkloadName is the name of a job's Workload.
+// WorkloadName is the name of a job's Workload: its group's name for a member of a group.
 func WorkloadName(a integration.Adapter, obj client.Object) string {
+	if g, ok := a.(integration.Grouper); ok {
+		if name, _, err := g.Group(obj); err == nil && name != "" {
+			return name
+		}
+	}
 	return workload.NameFor(a.GVK().Kind, obj.GetName(), obj.GetUID())
+}
+
+// Grouped reports whether obj is a member of a group (integration.Grouper), which runs as one
+// workload through the group controller rather than as a job of its own.
+func Grouped(a integration.Adapter, obj client.Object) bool {
+	g, ok := a.(integration.Grouper)
+	if !ok {
+		return false
+	}
+	_, ok = obj.GetLabels()[g.GroupLabel()]
+	return ok
 }
 
 func (r *Reconciler) ensureWorkload(ctx context.Context, obj client.Object, st integration.Status) (*kueue.Workload, error) {
@@ -273,7 +289,7 @@ func (r *Reconciler) newWorkload(ctx context.Context, obj client.Object, name st
 	if r.Adapter.Fields().ManagedBy != "" {
 		wl.Annotations = map[string]string{fleetq.JobManagedByAnnotation: r.Adapter.ManagedBy(obj)}
 	}
-	if err := r.setPriority(ctx, obj, wl); err != nil {
+	if err := setPriority(ctx, r.Client, r.Adapter.GVK().Kind, obj, wl); err != nil {
 		return nil, err
 	}
 	if err := controllerutil.SetControllerReference(obj, wl, r.Client.Scheme()); err != nil {
@@ -284,11 +300,10 @@ func (r *Reconciler) newWorkload(ctx context.Context, obj client.Object, name st
 
 // setPriority takes the priority from the job's WorkloadPriorityClass label, else from the first
 // pod set's PriorityClass, else 0.
-func (r *Reconciler) setPriority(ctx context.Context, obj client.Object, wl *kueue.Workload) error {
-	kind := r.Adapter.GVK().Kind
+func setPriority(ctx context.Context, c client.Reader, kind string, obj client.Object, wl *kueue.Workload) error {
 	if name := obj.GetLabels()[kueue.PriorityClassLabel]; name != "" {
 		wpc := &kueue.WorkloadPriorityClass{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, wpc); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, wpc); err != nil {
 			return fmt.Errorf("%s %s/%s: label %s names WorkloadPriorityClass %q: %w", kind, obj.GetNamespace(), obj.GetName(), kueue.PriorityClassLabel, name, err)
 		}
 		wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Group: kueue.WorkloadPriorityClassGroup, Kind: kueue.WorkloadPriorityClassKind, Name: name}
@@ -301,7 +316,7 @@ func (r *Reconciler) setPriority(ctx context.Context, obj client.Object, wl *kue
 			continue
 		}
 		pc := &schedulingv1.PriorityClass{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, pc); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, pc); err != nil {
 			return fmt.Errorf("%s %s/%s: pod set %q's priorityClassName names PriorityClass %q: %w", kind, obj.GetNamespace(), obj.GetName(), ps.Name, name, err)
 		}
 		wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Group: kueue.PodPriorityClassGroup, Kind: kueue.PodPriorityClassKind, Name: name}

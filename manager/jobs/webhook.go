@@ -213,6 +213,15 @@ func (w *Webhook) ValidateCreate(ctx context.Context, obj client.Object) error {
 		return nil
 	}
 	errs := w.validateLabels(ctx, obj)
+	if g, ok := w.Adapter.(integration.Grouper); ok && Managed(obj, w.Config, w.Integrations) {
+		if _, _, err := g.Group(obj); err != nil {
+			if fe, ok := err.(*field.Error); ok {
+				errs = append(errs, fe)
+			} else {
+				errs = append(errs, field.Invalid(field.NewPath("metadata"), "", err.Error()))
+			}
+		}
+	}
 	if Managed(obj, w.Config, w.Integrations) {
 		if _, err := w.Adapter.PodSets(obj); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec"), "", err.Error()))
@@ -256,6 +265,7 @@ func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) er
 	if newQ != oldQ && newQ != "" {
 		errs = append(errs, w.validateLabels(ctx, obj)...)
 	}
+	errs = append(errs, w.validateGroup(old, obj)...)
 	shape, err := w.validateAdmittedShape(ctx, old, obj)
 	if err != nil {
 		return err
@@ -275,10 +285,29 @@ func (w *Webhook) ValidateUpdate(ctx context.Context, old, obj client.Object) er
 	return errs.ToAggregate()
 }
 
+// validateGroup keeps a member in its group, at the group's size: the group's Workload was
+// made for its members, and quota was reserved for that many.
+func (w *Webhook) validateGroup(old, obj client.Object) field.ErrorList {
+	g, ok := w.Adapter.(integration.Grouper)
+	if !ok || !Grouped(w.Adapter, old) {
+		return nil
+	}
+	oldName, oldSize, _ := g.Group(old)
+	name, size, _ := g.Group(obj)
+	if name == oldName && size == oldSize {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(g.GroupLabel()), fmt.Sprintf(
+		"a member of group %q (size %d) cannot leave it or change its size (to group %q, size %d); delete the %s and create it again", oldName, oldSize, name, size, w.Adapter.GVK().Kind))}
+}
+
 // validateAdmittedShape refuses growing a pod set of a job whose workload holds quota, or
 // changing its pods' resources: quota and placement were decided for the admitted shape, and
 // the job must never run more pods than were admitted. Shrinking is allowed (fewer pods fit).
 func (w *Webhook) validateAdmittedShape(ctx context.Context, old, obj client.Object) (field.ErrorList, error) {
+	if Grouped(w.Adapter, obj) {
+		return nil, nil // a member's pod set is the group's; the group controller keeps its size
+	}
 	oldSets, err := w.Adapter.PodSets(old)
 	if err != nil {
 		return nil, nil

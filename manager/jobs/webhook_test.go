@@ -21,6 +21,7 @@ import (
 	"github.com/fleetq/fleetq/config"
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	"github.com/fleetq/fleetq/internal/integration/pod"
 	"github.com/fleetq/fleetq/internal/integration/ray"
 	"github.com/fleetq/fleetq/internal/workload"
 )
@@ -194,5 +195,54 @@ func TestWebhooksLeaveJobsOwnedByIntegratedJobs(t *testing.T) {
 	j.OwnerReferences = nil
 	if err := w.ValidateCreate(context.Background(), j); err == nil {
 		t.Error("the same job on its own was not validated")
+	}
+}
+
+// A member of a pod group is checked against the group: its size annotation at creation, its
+// group and size for good, and its gate against the group's Workload (named after the group).
+func TestValidatePodGroupMembers(t *testing.T) {
+	member := func(group, size string, gated bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "trainer-0", UID: "uid-p",
+			Labels:      map[string]string{kueue.QueueNameLabel: "team-queue", kueue.PodGroupNameLabel: group},
+			Annotations: map[string]string{kueue.PodGroupTotalCountAnnotation: size}}}
+		if gated {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: pod.GateName}}
+		}
+		return p
+	}
+	admitted := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "trainers"},
+		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue}}},
+	}
+	cases := map[string]struct {
+		old, new *corev1.Pod
+		objs     []client.Object
+		wantErr  string
+	}{
+		"create a member": {new: member("trainers", "4", true)},
+		"create a member without a size": {new: member("trainers", "", true),
+			wantErr: `metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Invalid value: "": must be the number of Pods in pod group "trainers"`},
+		"ungating a member of a queued group": {old: member("trainers", "4", true), new: member("trainers", "4", false),
+			wantErr: `spec.schedulingGates[kueue.x-k8s.io/admission]: Forbidden: the job waits in LocalQueue "team-queue" for quota`},
+		"ungating a member of an admitted group (the manager starting it)": {old: member("trainers", "4", true), new: member("trainers", "4", false), objs: []client.Object{admitted}},
+		"moving a member to another group": {old: member("trainers", "4", true), new: member("evaluators", "4", true),
+			wantErr: `metadata.labels[kueue.x-k8s.io/pod-group-name]: Forbidden: a member of group "trainers" (size 4) cannot leave it or change its size (to group "evaluators", size 4); delete the Pod and create it again`},
+		"resizing a member's group": {old: member("trainers", "4", true), new: member("trainers", "2", true),
+			wantErr: `cannot leave it or change its size (to group "trainers", size 2)`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWebhook(nil, tc.objs...)
+			w.Adapter = pod.Adapter{}
+			var err error
+			if tc.old == nil {
+				err = w.ValidateCreate(context.Background(), tc.new)
+			} else {
+				err = w.ValidateUpdate(context.Background(), tc.old, tc.new)
+			}
+			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

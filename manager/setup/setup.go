@@ -190,6 +190,10 @@ func (m *Manager) wire(opts Options) error {
 	for _, a := range m.Integrations.Adapters() {
 		setups = append(setups, &jobs.Reconciler{Adapter: a, Integrations: m.Integrations, Client: m.GetClient(), Clock: clk,
 			Recorder: m.GetEventRecorder("fleetq-job-controller"), Log: log.WithName(jobs.ControllerName(a)), Config: cfg})
+		if g, ok := a.(integration.Grouper); ok {
+			setups = append(setups, &jobs.GroupReconciler{Adapter: a, Grouper: g, Client: m.GetClient(), Clock: clk,
+				Recorder: m.GetEventRecorder("fleetq-job-controller"), Log: log.WithName(jobs.ControllerName(a) + "-groups"), Config: cfg})
+		}
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(m); err != nil {
