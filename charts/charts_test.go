@@ -469,7 +469,7 @@ func TestRBAC(t *testing.T) {
 			"kubeflow.org/pytorchjobs/finalizers update", "kubeflow.org/tfjobs/finalizers update", "kubeflow.org/xgboostjobs/finalizers update", "kubeflow.org/paddlejobs/finalizers update", "kubeflow.org/mpijobs/finalizers update", "ray.io/rayjobs/finalizers update", "ray.io/rayclusters/finalizers update",
 			"cluster.x-k8s.io/clusters get", "cluster.x-k8s.io/clusters list", "cluster.x-k8s.io/clusters watch",
 			"core/namespaces get", "core/namespaces list", "core/namespaces watch",
-			"core/pods get", "core/pods list", "core/pods watch", "core/pods patch", "core/pods delete", "core/pods/finalizers update",
+			"core/pods get", "core/pods list", "core/pods watch", "core/pods patch", "core/pods delete", "core/pods/finalizers update", "core/pods/status patch", "core/pods/status update",
 			"events.k8s.io/events create", "events.k8s.io/events patch",
 			"kueue.x-k8s.io/admissionchecks/status patch",
 			"kueue.x-k8s.io/clusterqueues patch", "kueue.x-k8s.io/clusterqueues/status patch", "kueue.x-k8s.io/cohorts/status patch",
@@ -492,7 +492,7 @@ func TestRBAC(t *testing.T) {
 		"agent, cluster-wide": {agent, "ClusterRole", "fleetq-agent", []string{
 			"batch/jobs get", "batch/jobs list", "batch/jobs patch", "batch/jobs watch",
 			"kubeflow.org/pytorchjobs get", "kubeflow.org/pytorchjobs list", "kubeflow.org/pytorchjobs watch", "kubeflow.org/pytorchjobs patch", "kubeflow.org/tfjobs get", "kubeflow.org/tfjobs list", "kubeflow.org/tfjobs watch", "kubeflow.org/tfjobs patch", "kubeflow.org/xgboostjobs get", "kubeflow.org/xgboostjobs list", "kubeflow.org/xgboostjobs watch", "kubeflow.org/xgboostjobs patch", "kubeflow.org/paddlejobs get", "kubeflow.org/paddlejobs list", "kubeflow.org/paddlejobs watch", "kubeflow.org/paddlejobs patch", "kubeflow.org/mpijobs get", "kubeflow.org/mpijobs list", "kubeflow.org/mpijobs watch", "kubeflow.org/mpijobs patch", "ray.io/rayjobs get", "ray.io/rayjobs list", "ray.io/rayjobs watch", "ray.io/rayjobs patch", "ray.io/rayclusters get", "ray.io/rayclusters list", "ray.io/rayclusters watch", "ray.io/rayclusters patch",
-			"core/nodes get", "core/nodes list", "core/nodes watch", "core/pods get", "core/pods list", "core/pods watch",
+			"core/nodes get", "core/nodes list", "core/nodes watch", "core/pods get", "core/pods list", "core/pods watch", "core/pods patch", "core/pods delete",
 			"events.k8s.io/events create", "events.k8s.io/events patch",
 			"kueue.x-k8s.io/resourceflavors get", "kueue.x-k8s.io/resourceflavors list", "kueue.x-k8s.io/resourceflavors watch",
 			"kueue.x-k8s.io/workloads get", "kueue.x-k8s.io/workloads list", "kueue.x-k8s.io/workloads watch",
@@ -508,7 +508,7 @@ func TestRBAC(t *testing.T) {
 		"manager's access to a worker, cluster-wide": {agent, "ClusterRole", "fleetq-agent-manager-access", []string{
 			"batch/jobs create", "batch/jobs delete", "batch/jobs get", "batch/jobs list", "batch/jobs watch",
 			"kubeflow.org/pytorchjobs get", "kubeflow.org/pytorchjobs list", "kubeflow.org/pytorchjobs watch", "kubeflow.org/pytorchjobs create", "kubeflow.org/pytorchjobs delete", "kubeflow.org/tfjobs get", "kubeflow.org/tfjobs list", "kubeflow.org/tfjobs watch", "kubeflow.org/tfjobs create", "kubeflow.org/tfjobs delete", "kubeflow.org/xgboostjobs get", "kubeflow.org/xgboostjobs list", "kubeflow.org/xgboostjobs watch", "kubeflow.org/xgboostjobs create", "kubeflow.org/xgboostjobs delete", "kubeflow.org/paddlejobs get", "kubeflow.org/paddlejobs list", "kubeflow.org/paddlejobs watch", "kubeflow.org/paddlejobs create", "kubeflow.org/paddlejobs delete", "kubeflow.org/mpijobs get", "kubeflow.org/mpijobs list", "kubeflow.org/mpijobs watch", "kubeflow.org/mpijobs create", "kubeflow.org/mpijobs delete", "ray.io/rayjobs get", "ray.io/rayjobs list", "ray.io/rayjobs watch", "ray.io/rayjobs create", "ray.io/rayjobs delete", "ray.io/rayclusters get", "ray.io/rayclusters list", "ray.io/rayclusters watch", "ray.io/rayclusters create", "ray.io/rayclusters delete",
-			"core/namespaces create", "core/namespaces get", "core/namespaces patch", "core/pods list",
+			"core/namespaces create", "core/namespaces get", "core/namespaces patch", "core/pods create", "core/pods delete", "core/pods get", "core/pods list", "core/pods watch",
 			"fleetq.dev/capacityreports get", "fleetq.dev/capacityreports list", "fleetq.dev/capacityreports watch",
 			"kueue.x-k8s.io/resourceflavors create", "kueue.x-k8s.io/resourceflavors delete", "kueue.x-k8s.io/resourceflavors get",
 			"kueue.x-k8s.io/resourceflavors list", "kueue.x-k8s.io/resourceflavors patch", "kueue.x-k8s.io/resourceflavors watch",

@@ -116,14 +116,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	mgrCfg.MultiCluster.ProbeInterval = &metav1.Duration{Duration: time.Second}
 	mgrCfg.MultiCluster.GCInterval = &metav1.Duration{Duration: 5 * time.Second}
 	mgrCfg.MultiCluster.ClusterAPISelector = &metav1.LabelSelector{MatchLabels: map[string]string{"fleetq.dev/worker": "true"}}
-	// RayClusters go through the generic adapter, in the manager and in every agent.
+	// RayClusters go through the generic adapter, in the manager and in every agent; plain Pods
+	// (opt-in, as in Kueue) are integrated too.
 	kinds.UseGenericRayCluster(&mgrCfg.Integrations)
+	mgrCfg.Integrations.Frameworks = append(mgrCfg.Integrations.Frameworks, config.FrameworkPod)
 	Expect(mgrCfg.Validate()).To(BeEmpty())
 
 	for _, w := range workers {
 		acfg, err := components.AgentConfig(w, mgrCfg)
 		Expect(err).NotTo(HaveOccurred())
 		kinds.UseGenericRayCluster(&acfg.Integrations)
+		acfg.Integrations.Frameworks = append(acfg.Integrations.Frameworks, config.FrameworkPod)
 		agents[w], err = components.StartAgent(ctx, env, acfg)
 		Expect(err).NotTo(HaveOccurred())
 	}

@@ -89,9 +89,6 @@ type Fields struct {
 	// Size is where a pod set's pod count is written (spec.parallelism), for messages; empty
 	// for kinds with one count per pod set of their own.
 	Size string
-	// LocalOnly says the kind runs only through ClusterQueues that do not dispatch to workers
-	// (plain Pods: their status is their kubelet's, so a worker's copy could not be mirrored).
-	LocalOnly bool
 }
 
 // Status is where a job is in its life, as its kind's status says.

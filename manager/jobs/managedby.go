@@ -15,7 +15,8 @@ import (
 // annotation (created directly, not for a job) is not checked.
 func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, clusterQueue string, multi bool) string {
 	if a, name, ok := groupOf(integrations, wl); ok {
-		if multi && a.Fields().LocalOnly {
+		// A group's workload is several objects, and dispatch copies one job per workload.
+		if multi {
 			return fmt.Sprintf("ClusterQueue %s runs its workloads in worker clusters, but the %ss of group %s run only in the cluster they were created in; submit them through a LocalQueue of a ClusterQueue without a MultiKueue admission check, or run them as a Job or JobSet",
 				clusterQueue, a.GVK().Kind, name)
 		}
@@ -28,10 +29,6 @@ func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, cl
 	ref, a, ok := integrations.Owner(wl)
 	if !ok {
 		return ""
-	}
-	if multi && a.Fields().LocalOnly {
-		return fmt.Sprintf("ClusterQueue %s runs its workloads in worker clusters, but a %s runs only in the cluster it was created in; submit it through a LocalQueue of a ClusterQueue without a MultiKueue admission check, or wrap it in a Job",
-			clusterQueue, a.GVK().Kind)
 	}
 	field := a.Fields().ManagedBy
 	if field == "" {

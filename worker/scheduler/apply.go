@@ -16,6 +16,7 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/engine/nodefit"
+	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/worker/admission"
 	"github.com/fleetq/fleetq/worker/capacity"
@@ -169,9 +170,6 @@ func (s *Scheduler) finish(ctx context.Context, c *copyState) error {
 func (s *Scheduler) converge(ctx context.Context, copies []*copyState) []error {
 	var errs []error
 	for _, c := range copies {
-		if c.job == nil {
-			continue
-		}
 		_, assumed := s.assumed(c.wl)
 		switch {
 		case workload.IsEvicted(c.wl) || s.evicted(c.wl):
@@ -233,9 +231,22 @@ func (s *Scheduler) patchStatus(ctx context.Context, orig, changed *kueue.Worklo
 	return fmt.Errorf("workload %q: patch status: %w", workload.Key(orig), err)
 }
 
-// setSuspend suspends or starts a copy's job when it is not so already.
+// setSuspend suspends or starts a copy's job when it is not so already. A started copy of a kind
+// that cannot be held again (a Pod) is deleted instead, unless it finished: the manager requeues
+// its workload, whose gated Pod never ran in the management cluster.
 func (s *Scheduler) setSuspend(ctx context.Context, c *copyState, suspend bool) error {
 	if c.job == nil || c.a.Suspended(c.job) == suspend {
+		return nil
+	}
+	if d, ok := c.a.(integration.Deleter); ok && suspend && d.StopByDeletion() {
+		if c.job.GetDeletionTimestamp() != nil || c.a.Status(c.job).Finished {
+			return nil
+		}
+		err := s.Client.Delete(ctx, c.job, client.Preconditions{UID: ptr.To(c.job.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s %q: delete to stop it: %w", c.a.GVK().Kind, c.job.GetNamespace()+"/"+c.job.GetName(), err)
+		}
+		s.Log.Info("Copy deleted to stop it: a started one cannot be held again", "kind", c.a.GVK().Kind, "job", c.job.GetNamespace()+"/"+c.job.GetName())
 		return nil
 	}
 	changed := c.job.DeepCopyObject().(client.Object)

@@ -28,11 +28,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -56,9 +58,12 @@ type Scheduler struct {
 	Client client.Client
 	// Integrations are the kinds of job copies the agent runs (those its cluster serves).
 	Integrations *integration.Registry
-	Clock        clock.WithDelayedExecution
-	Log          logr.Logger
-	Recorder     events.EventRecorder
+	// CopyCaches hold the copies of the kinds the agent's main cache holds in another shape
+	// (watch.SeparateCopies: Pods), by kind; the scheduler reads and watches those copies there.
+	CopyCaches map[schema.GroupVersionKind]cache.Cache
+	Clock      clock.WithDelayedExecution
+	Log        logr.Logger
+	Recorder   events.EventRecorder
 	// ClusterName names this worker in messages.
 	ClusterName string
 	// Origin is the origin label value of the copies this agent handles.
@@ -138,6 +143,10 @@ func (s *Scheduler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("agent-scheduler").
 		Watches(&kueue.Workload{}, one)
 	for _, a := range s.Integrations.Adapters() {
+		if c, ok := s.CopyCaches[a.GVK()]; ok {
+			b = b.WatchesRawSource(source.Kind(c, a.New(), one))
+			continue
+		}
 		b = b.Watches(a.New(), one)
 	}
 	return b.
@@ -270,7 +279,11 @@ func (s *Scheduler) read(ctx context.Context) (*passInput, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.Client.List(ctx, list, client.MatchingLabels{fleetq.OriginLabel: s.Origin}); err != nil {
+		var reader client.Reader = s.Client
+		if c, ok := s.CopyCaches[a.GVK()]; ok {
+			reader = c
+		}
+		if err := reader.List(ctx, list, client.MatchingLabels{fleetq.OriginLabel: s.Origin}); err != nil {
 			return nil, fmt.Errorf("list %s copies: %w", a.GVK().Kind, err)
 		}
 		items, err := integration.Items(list)

@@ -14,18 +14,21 @@ import (
 
 // RBAC returns the only permissions fleetq-agent needs in its worker cluster, bound to a service
 // account in its namespace: read nodes, pods and synced flavors; read copies and patch their status
-// and their jobs' suspend field; write its own CapacityReport, leader-election Lease and Events; read
+// and their jobs' suspend field (delete Pod copies, which cannot be suspended again); write its own CapacityReport, leader-election Lease and Events; read
 // the manager's Lease. Installers (chart, lab, demo) apply these objects; the integration suite runs
 // the agent with exactly them.
 func RBAC(namespace, serviceAccount string) []client.Object {
 	name := fleetq.AgentName
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: namespace}}
-	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list", "watch"}}}
-	// Job copies of every built-in kind: read, and suspend or start them.
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}}
+	// Job copies of every built-in kind (Pods among them, which capacity reads too): read, and
+	// suspend or start them.
 	kinds := builtin.Resources()
 	for _, g := range slices.Sorted(maps.Keys(kinds)) {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: kinds[g], Verbs: []string{"get", "list", "watch", "patch"}})
 	}
+	// A started Pod copy cannot be gated again: it is stopped by deleting it.
+	rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}})
 	cluster := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: append(rules, []rbacv1.PolicyRule{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -136,6 +138,22 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager for cluster %q: %w", cfg.ClusterName, err)
 	}
+	copyCaches := map[schema.GroupVersionKind]cache.Cache{}
+	for _, ad := range integrations.Adapters() {
+		if !watch.SeparateCopies(ad.New()) {
+			continue
+		}
+		opts := watch.CopyCacheOptions(cfg.Origin, ad.New())
+		opts.Scheme, opts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+		c, err := cache.New(restCfg, opts)
+		if err != nil {
+			return nil, fmt.Errorf("cache of %s copies: %w", ad.GVK().Kind, err)
+		}
+		if err := mgr.Add(c); err != nil {
+			return nil, err
+		}
+		copyCaches[ad.GVK()] = c
+	}
 	a := &Agent{Manager: mgr, Integrations: integrations, Fence: fencing.NewObserver(opts.Clock, fleetq.ManagerLeaseName(cfg.Origin))}
 	a.Report = &report.Publisher{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Log: opts.Log.WithName("report"),
@@ -143,7 +161,7 @@ func New(opts Options) (*Agent, error) {
 		Resync: cfg.CapacityResyncPeriod.Duration,
 	}
 	a.Scheduler = &scheduler.Scheduler{
-		Client: mgr.GetClient(), Integrations: integrations, Clock: opts.Clock, Log: opts.Log.WithName("scheduler"),
+		Client: mgr.GetClient(), Integrations: integrations, CopyCaches: copyCaches, Clock: opts.Clock, Log: opts.Log.WithName("scheduler"),
 		Recorder:    mgr.GetEventRecorder(fleetq.AgentName),
 		ClusterName: cfg.ClusterName, Origin: cfg.Origin, Namespace: cfg.Namespace,
 		Fence: a.Fence, KeepRunningWhenFenced: cfg.FencingPolicy == config.FenceKeepRunning, Publish: a.Report.Set,

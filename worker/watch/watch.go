@@ -30,9 +30,10 @@ var BoundPodsSelector = fields.AndSelectors(
 	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 )
 
-// CacheOptions restricts the agent's cache: Workloads, job copies (of the given kinds) and
-// ResourceFlavors carrying its origin, bound non-terminal pods, Leases in its namespace; pods and
-// nodes are stripped and shared without copying (the agent only reads them).
+// CacheOptions restricts the agent's cache: Workloads, job copies (of the given kinds, but those
+// SeparateCopies names) and ResourceFlavors carrying its origin, bound non-terminal pods, Leases in
+// its namespace; pods and nodes are stripped and shared without copying (the agent only reads
+// them).
 func CacheOptions(origin, namespace string, kinds []client.Object) cache.Options {
 	mine := labels.SelectorFromSet(labels.Set{fleetq.OriginLabel: origin})
 	byObject := map[client.Object]cache.ByObject{
@@ -43,9 +44,26 @@ func CacheOptions(origin, namespace string, kinds []client.Object) cache.Options
 		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{namespace: {}}},
 	}
 	for _, k := range kinds {
-		byObject[k] = cache.ByObject{Label: mine}
+		if !SeparateCopies(k) {
+			byObject[k] = cache.ByObject{Label: mine}
+		}
 	}
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
+}
+
+// SeparateCopies reports whether copies of a kind need a cache of their own: the agent's cache
+// holds that type for capacity already, in another shape (Pods: every bound pod, stripped), and
+// a cache holds one shape of a type.
+func SeparateCopies(kind client.Object) bool {
+	_, pod := kind.(*corev1.Pod)
+	return pod
+}
+
+// CopyCacheOptions restricts a cache of copies of one kind (SeparateCopies) to those carrying
+// the agent's origin, whole: the adapter reads their gates, labels and status.
+func CopyCacheOptions(origin string, kind client.Object) cache.Options {
+	mine := labels.SelectorFromSet(labels.Set{fleetq.OriginLabel: origin})
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{kind: {Label: mine}}}
 }
 
 // StripPod keeps what capacity needs of a pod: its node, phase, requests, deletion and the labels

@@ -18,11 +18,11 @@ func Adapters() []integration.Adapter {
 	return append(out, pod.Adapter{})
 }
 
-// Resources are the API resources of the built-in kinds that run in workers, by group, for RBAC
-// rules (manager, agent, and the manager's access to workers). Plain Pods run only where they
-// were created (Fields.LocalOnly); the manager's own rules grant them.
+// Resources are the API resources of the built-in kinds, by group, for RBAC rules (the agent's
+// and the manager's access to workers).
 func Resources() map[string][]string {
 	return map[string][]string{
+		"":             {"pods"},
 		"batch":        {"jobs"},
 		"kubeflow.org": {"pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "mpijobs"},
 		"ray.io":       {"rayjobs", "rayclusters"},

@@ -26,14 +26,10 @@ func TestEveryKnownFrameworkIsBuiltIn(t *testing.T) {
 	}
 }
 
-// Every built-in kind that runs in workers has its resource listed for RBAC, and nothing else is
-// listed.
+// Every built-in kind has its resource listed for RBAC, and nothing else is listed.
 func TestEveryKindHasItsResource(t *testing.T) {
 	n, kinds := 0, 0
 	for _, a := range Adapters() {
-		if a.Fields().LocalOnly {
-			continue
-		}
 		kinds++
 		if !slices.Contains(Resources()[a.GVK().Group], strings.ToLower(a.GVK().Kind)+"s") {
 			t.Errorf("%s: no resource in Resources()", a.GVK())

@@ -1,10 +1,14 @@
-// Package pod integrates plain Pods (Kueue's "pod" framework, opt-in as in Kueue) on
-// ClusterQueues that do not dispatch to workers: a Pod
+// Package pod integrates plain Pods (Kueue's "pod" framework, opt-in as in Kueue): a Pod
 // labelled with a queue is created with the scheduling gate kueue.x-k8s.io/admission, is one
 // Workload of one pod set ("main"), and starts when fleetq adds its flavor's node selector and
 // tolerations and removes the gate. A started Pod cannot be gated again, so an evicted Pod is
 // stopped by deleting it (integration.Deleter): its quota is released once it is gone, and it is
 // not requeued (the Pod is gone; its owner or its user makes a new one).
+//
+// On a ClusterQueue that dispatches to workers the Pod has no managedBy to hand it over: it stays
+// gated where it was created while a gated copy runs in one worker (its agent removes the gate),
+// and the copy's status is written into the gated Pod's, so kubectl shows it Running, then
+// Completed. That Pod never ran, so an evicted one is requeued, not deleted.
 //
 // Pods labelled kueue.x-k8s.io/pod-group-name form a pod group (integration.Grouper): one
 // Workload named after the group, whose pod sets gather the members with the same spec; it is
@@ -21,8 +25,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -62,10 +68,10 @@ func (Adapter) Framework() string { return Framework }
 // GVK implements integration.Adapter.
 func (Adapter) GVK() schema.GroupVersionKind { return corev1.SchemeGroupVersion.WithKind("Pod") }
 
-// Fields implements integration.Adapter: a Pod is held by its scheduling gate, has no
-// managedBy, and runs on single-cluster queues only.
+// Fields implements integration.Adapter: a Pod is held by its scheduling gate and has no
+// managedBy.
 func (Adapter) Fields() integration.Fields {
-	return integration.Fields{Suspend: "spec.schedulingGates[" + GateName + "]", LocalOnly: true}
+	return integration.Fields{Suspend: "spec.schedulingGates[" + GateName + "]"}
 }
 
 // New implements integration.Adapter.
@@ -265,8 +271,10 @@ func (Adapter) ManagedBy(client.Object) string { return "" }
 // SetManagedBy implements integration.Adapter: a Pod has none.
 func (Adapter) SetManagedBy(client.Object, string) {}
 
-// Copy implements integration.Adapter: the Pod, gated, without its node. Pods are LocalOnly, so
-// no worker gets one.
+// Copy implements integration.Adapter: the Pod without what this cluster's API server filled in
+// for it — its node, the priority its PriorityClass resolved to (the worker resolves the class
+// again, and refuses a pod whose number differs) and the service-account token volume (the
+// worker mounts its own).
 func (Adapter) Copy(obj client.Object) client.Object {
 	p := pod(obj)
 	c := &corev1.Pod{}
@@ -274,9 +282,68 @@ func (Adapter) Copy(obj client.Object) client.Object {
 	c.Labels, c.Annotations = maps.Clone(p.Labels), maps.Clone(p.Annotations)
 	c.Spec = *p.Spec.DeepCopy()
 	c.Spec.NodeName = ""
+	c.Spec.Priority, c.Spec.PreemptionPolicy = nil, nil
+	var dropped []string
+	c.Spec.Volumes = slices.DeleteFunc(c.Spec.Volumes, func(v corev1.Volume) bool {
+		if tokenVolume(v) {
+			dropped = append(dropped, v.Name)
+			return true
+		}
+		return false
+	})
+	for _, cs := range [][]corev1.Container{c.Spec.InitContainers, c.Spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return slices.Contains(dropped, m.Name) })
+		}
+	}
 	return c
 }
 
-// MirrorStatus implements integration.Adapter: a Pod's status is its kubelet's (and Pods are
-// LocalOnly).
-func (Adapter) MirrorStatus(client.Object, client.Object) bool { return false }
+// tokenVolume reports whether v is the service-account token volume the API server adds to a
+// pod (kube-api-access-*, a projected service-account token).
+func tokenVolume(v corev1.Volume) bool {
+	if !strings.HasPrefix(v.Name, "kube-api-access-") || v.Projected == nil {
+		return false
+	}
+	return slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })
+}
+
+// MirrorStatus implements integration.Adapter: the copy's phase, conditions and container
+// states are written into the gated Pod, which keeps its own PodScheduled condition (it is not
+// scheduled here); a nil remote puts it back to Pending.
+func (Adapter) MirrorStatus(local, remote client.Object) bool {
+	l := pod(local)
+	var st corev1.PodStatus
+	if remote != nil {
+		r := pod(remote).Status
+		st = corev1.PodStatus{
+			Phase: r.Phase, Message: r.Message, Reason: r.Reason, StartTime: r.StartTime,
+			InitContainerStatuses: r.InitContainerStatuses, ContainerStatuses: r.ContainerStatuses,
+		}
+		for _, c := range r.Conditions {
+			if c.Type != corev1.PodScheduled {
+				st.Conditions = append(st.Conditions, c)
+			}
+		}
+	} else {
+		st.Phase = corev1.PodPending
+	}
+	if c := findCondition(l.Status.Conditions, corev1.PodScheduled); c != nil {
+		st.Conditions = append([]corev1.PodCondition{*c}, st.Conditions...)
+	}
+	st.QOSClass = l.Status.QOSClass
+	if equality.Semantic.DeepEqual(l.Status, st) {
+		return false
+	}
+	l.Status = st
+	return true
+}
+
+func findCondition(cs []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}

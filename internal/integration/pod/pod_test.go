@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetq/fleetq/internal/integration"
@@ -64,8 +65,8 @@ func TestHoldAndStart(t *testing.T) {
 	if a.RestorePodSets(p, sets) {
 		t.Errorf("a Pod's scheduling fields were restored; it is deleted instead")
 	}
-	if !a.StopByDeletion() || !a.Fields().LocalOnly {
-		t.Errorf("a Pod must stop by deletion and run only where it was created")
+	if !a.StopByDeletion() {
+		t.Errorf("a started Pod must stop by deletion")
 	}
 }
 
@@ -159,5 +160,85 @@ func TestGroupPodSetsGatherMembersWithTheSameSpec(t *testing.T) {
 	_, names = a.GroupPodSets([]client.Object{replacement})
 	if names[0] != workers.Name {
 		t.Errorf("a replacement worker is in pod set %q, not the workers' %q", names[0], workers.Name)
+	}
+}
+
+// A worker's copy leaves out what the management cluster's API server filled in: the worker
+// would refuse a priority number its own PriorityClass did not resolve, and mounts its own token.
+func TestCopyLeavesOutWhatTheAPIServerFilledIn(t *testing.T) {
+	p := userPod()
+	p.Spec.NodeName = "mgmt-node"
+	p.Spec.PriorityClassName = "high"
+	p.Spec.Priority = ptr.To[int32](1000)
+	p.Spec.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
+	token := corev1.Volume{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+	}}}
+	data := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	p.Spec.Volumes = []corev1.Volume{data, token}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: token.Name, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
+	p.Status.Phase = corev1.PodRunning
+
+	c := Adapter{}.Copy(p).(*corev1.Pod)
+	if c.Spec.NodeName != "" || c.Spec.Priority != nil || c.Spec.PreemptionPolicy != nil || c.Spec.PriorityClassName != "high" {
+		t.Errorf("copy: node %q, priority %v, preemptionPolicy %v, class %q", c.Spec.NodeName, c.Spec.Priority, c.Spec.PreemptionPolicy, c.Spec.PriorityClassName)
+	}
+	if diff := cmp.Diff([]corev1.Volume{data}, c.Spec.Volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "data", MountPath: "/data"}}, c.Spec.Containers[0].VolumeMounts); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	if c.Status.Phase != "" || len(p.Spec.Volumes) != 2 || p.Spec.Priority == nil {
+		t.Errorf("the copy has a status, or the original was changed: %+v", p.Spec)
+	}
+}
+
+// The gated Pod shows its copy's life, keeps its own PodScheduled, and goes back to Pending when
+// the copy is gone.
+func TestMirrorStatus(t *testing.T) {
+	a := Adapter{}
+	local := userPod()
+	a.SetSuspended(local, true)
+	gated := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}
+	local.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort, Conditions: []corev1.PodCondition{gated}}
+	remote := userPod()
+	started := metav1.Now()
+	remote.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, StartTime: &started, HostIP: "10.0.0.7", PodIP: "10.1.0.9", QOSClass: corev1.PodQOSGuaranteed,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}},
+	}
+	if !a.MirrorStatus(local, remote) {
+		t.Fatal("a running copy changed nothing")
+	}
+	want := corev1.PodStatus{
+		Phase: corev1.PodRunning, StartTime: &started, QOSClass: corev1.PodQOSBestEffort,
+		Conditions:        []corev1.PodCondition{gated, {Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		ContainerStatuses: remote.Status.ContainerStatuses,
+	}
+	if diff := cmp.Diff(want, local.Status); diff != "" {
+		t.Errorf("mirrored status (-want +got):\n%s", diff)
+	}
+	if a.MirrorStatus(local, remote) {
+		t.Error("mirroring the same status again reported a change")
+	}
+	if a.Status(local).Active {
+		t.Error("the gated Pod counts as active here: its copy's pods are the worker's")
+	}
+	remote.Status.Phase = corev1.PodSucceeded
+	a.MirrorStatus(local, remote)
+	if st := a.Status(local); !st.Finished || st.Failed {
+		t.Errorf("a copy that succeeded: %+v", st)
+	}
+	if !a.MirrorStatus(local, nil) {
+		t.Fatal("a gone copy changed nothing")
+	}
+	want = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort, Conditions: []corev1.PodCondition{gated}}
+	if diff := cmp.Diff(want, local.Status); diff != "" {
+		t.Errorf("status once the copy is gone (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,138 @@
+package multicluster
+
+import (
+	"context"
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/lab"
+	podintegration "github.com/fleetq/fleetq/internal/integration/pod"
+	"github.com/fleetq/fleetq/internal/workload"
+)
+
+// plainPod is a Pod a user creates on the multi-cluster team-queue: gpus GPUs for runFor.
+func plainPod(name string, gpus int64, runFor string) *corev1.Pod {
+	q := *resource.NewQuantity(gpus, resource.DecimalSI)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "research", Name: name,
+			Labels:      map[string]string{kueue.QueueNameLabel: "team-queue"},
+			Annotations: map[string]string{lab.RunTimeAnnotation: runFor},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "registry.example/notebook:v1", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), lab.GPUResource: q},
+				Limits:   corev1.ResourceList{lab.GPUResource: q},
+			}}},
+		},
+	}
+}
+
+// podIn reads a Pod of that name from a cluster; nil when it is not there.
+func podIn(ctx context.Context, g Gomega, cluster string, p *corev1.Pod) *corev1.Pod {
+	cur := &corev1.Pod{}
+	err := env.Cluster(cluster).Client().Get(ctx, client.ObjectKeyFromObject(p), cur)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred(), "in %s", cluster)
+	return cur
+}
+
+// podCopies lists the workers holding a copy of the management cluster's Pod p.
+func podCopies(ctx context.Context, g Gomega, p *corev1.Pod) []string {
+	var out []string
+	for _, w := range workers {
+		if c := podIn(ctx, g, w, p); c != nil && c.DeletionTimestamp == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func podWorkload(ctx context.Context, p *corev1.Pod) *kueue.Workload {
+	wl := &kueue.Workload{}
+	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: workload.NameFor("Pod", p.Name, p.UID)}, wl); err != nil {
+		return nil
+	}
+	return wl
+}
+
+func gated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == podintegration.GateName })
+}
+
+var _ = Describe("Plain Pods", func() {
+	AfterEach(func(ctx SpecContext) {
+		Expect(mgmt.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("research"), client.MatchingLabels{kueue.QueueNameLabel: "team-queue"})).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, w := range workers {
+				pods := &corev1.PodList{}
+				g.Expect(env.Cluster(w).Client().List(ctx, pods, client.InNamespace("research"), client.MatchingLabels{kueue.MultiKueueOriginLabel: mgrCfg.MultiCluster.Origin})).To(Succeed())
+				g.Expect(pods.Items).To(BeEmpty(), "Pod copies left in %s", w)
+			}
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		cleanup(ctx)
+		Expect(watcher.Overlaps()).To(BeEmpty(), "no job may run in two clusters at once")
+	})
+
+	It("runs a Pod's copy in one A100 worker while the Pod here stays gated and shows the copy's status", func(ctx SpecContext) {
+		p := plainPod("notebook", 2, "10s")
+		Expect(mgmt.Create(ctx, p)).To(Succeed())
+		var worker string
+		Eventually(func(g Gomega) {
+			copies := podCopies(ctx, g, p)
+			g.Expect(copies).To(HaveLen(1), "one copy")
+			worker = copies[0]
+			g.Expect(worker).To(BeElementOf("us-east", "us-west"), "the A100 flavor is in us-east and us-west")
+			c := podIn(ctx, g, worker, p)
+			g.Expect(gated(c)).To(BeFalse(), "the agent removed the copy's gate")
+			g.Expect(c.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100), "the admitted flavor's selector is injected")
+			g.Expect(c.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(c.Labels).NotTo(HaveKey(kueue.QueueNameLabel))
+			local := podIn(ctx, g, "management", p)
+			g.Expect(local.Status.Phase).To(Equal(corev1.PodRunning), "the copy's phase is mirrored")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		local := podIn(ctx, Default, "management", p)
+		Expect(gated(local)).To(BeTrue(), "the management cluster's Pod keeps its gate: it must not run here too")
+		Expect(local.Spec.NodeName).To(BeEmpty())
+
+		Eventually(func(g Gomega) {
+			local := podIn(ctx, g, "management", p)
+			g.Expect(local.Status.Phase).To(Equal(corev1.PodSucceeded), "the copy's end is mirrored")
+			wl := podWorkload(ctx, p)
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(podCopies(ctx, g, p)).To(BeEmpty(), "the finished copy is removed")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("removes a running Pod's copy when the Pod is deleted, and frees its GPUs", func(ctx SpecContext) {
+		p := plainPod("server", 2, "1h")
+		Expect(mgmt.Create(ctx, p)).To(Succeed())
+		var worker string
+		Eventually(func(g Gomega) {
+			copies := podCopies(ctx, g, p)
+			g.Expect(copies).To(HaveLen(1))
+			worker = copies[0]
+			g.Expect(podIn(ctx, g, worker, p).Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		Expect(mgmt.Delete(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(podIn(ctx, g, worker, p)).To(BeNil(), "the copy in %s is gone", worker)
+			g.Expect(podIn(ctx, g, "management", p)).To(BeNil())
+			g.Expect(podWorkload(ctx, p)).To(BeNil(), "the workload goes with its Pod")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+})
