@@ -14,9 +14,9 @@ import (
 
 // RBAC returns the only permissions fleetq-agent needs in its worker cluster, bound to a service
 // account in its namespace: read nodes, pods and synced flavors; read copies and patch their status
-// and their jobs' suspend field (delete Pod copies, which cannot be suspended again); write its own CapacityReport, leader-election Lease and Events; read
-// the manager's Lease. Installers (chart, lab, demo) apply these objects; the integration suite runs
-// the agent with exactly them.
+// and their jobs' suspend field (delete Pod copies, which cannot be suspended again); write its own
+// CapacityReport, leader-election Lease and Events; read the manager's Lease. Installers (chart,
+// lab, demo) apply these objects; the integration suite runs the agent with exactly them.
 func RBAC(namespace, serviceAccount string) []client.Object {
 	name := fleetq.AgentName
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: namespace}}
