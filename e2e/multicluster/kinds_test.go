@@ -30,8 +30,9 @@ func get(ctx context.Context, cluster string, obj client.Object) *unstructured.U
 // workloadOfKind is the management cluster's Workload of obj, or nil.
 func workloadOfKind(ctx context.Context, obj client.Object) *kueue.Workload {
 	wl := &kueue.Workload{}
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: workload.NameFor(kind, obj.GetName(), obj.GetUID())}
+	gvk, err := mgmt.GroupVersionKindFor(obj)
+	Expect(err).NotTo(HaveOccurred())
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: workload.NameFor(gvk.Kind, obj.GetName(), obj.GetUID())}
 	if err := mgmt.Get(ctx, key, wl); err != nil {
 		return nil
 	}

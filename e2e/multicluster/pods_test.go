@@ -16,7 +16,6 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/lab"
 	podintegration "github.com/fleetq/fleetq/internal/integration/pod"
-	"github.com/fleetq/fleetq/internal/workload"
 )
 
 // plainPod is a Pod a user creates on the multi-cluster team-queue: gpus GPUs for runFor.
@@ -60,12 +59,21 @@ func podCopies(ctx context.Context, g Gomega, p *corev1.Pod) []string {
 	return out
 }
 
-func podWorkload(ctx context.Context, p *corev1.Pod) *kueue.Workload {
-	wl := &kueue.Workload{}
-	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: workload.NameFor("Pod", p.Name, p.UID)}, wl); err != nil {
-		return nil
-	}
-	return wl
+// runningCopy waits until p's one copy runs in a worker and returns that worker; check looks
+// further at the copy and the management cluster's Pod meanwhile.
+func runningCopy(ctx context.Context, p *corev1.Pod, check func(g Gomega, worker string, copy *corev1.Pod)) string {
+	var worker string
+	Eventually(func(g Gomega) {
+		copies := podCopies(ctx, g, p)
+		g.Expect(copies).To(HaveLen(1), "one copy")
+		worker = copies[0]
+		c := podIn(ctx, g, worker, p)
+		g.Expect(c.Status.Phase).To(Equal(corev1.PodRunning))
+		if check != nil {
+			check(g, worker, c)
+		}
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	return worker
 }
 
 func gated(p *corev1.Pod) bool {
@@ -89,20 +97,14 @@ var _ = Describe("Plain Pods", func() {
 	It("runs a Pod's copy in one A100 worker while the Pod here stays gated and shows the copy's status", func(ctx SpecContext) {
 		p := plainPod("notebook", 2, "10s")
 		Expect(mgmt.Create(ctx, p)).To(Succeed())
-		var worker string
-		Eventually(func(g Gomega) {
-			copies := podCopies(ctx, g, p)
-			g.Expect(copies).To(HaveLen(1), "one copy")
-			worker = copies[0]
+		runningCopy(ctx, p, func(g Gomega, worker string, c *corev1.Pod) {
 			g.Expect(worker).To(BeElementOf("us-east", "us-west"), "the A100 flavor is in us-east and us-west")
-			c := podIn(ctx, g, worker, p)
 			g.Expect(gated(c)).To(BeFalse(), "the agent removed the copy's gate")
 			g.Expect(c.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100), "the admitted flavor's selector is injected")
-			g.Expect(c.Status.Phase).To(Equal(corev1.PodRunning))
 			g.Expect(c.Labels).NotTo(HaveKey(kueue.QueueNameLabel))
 			local := podIn(ctx, g, "management", p)
 			g.Expect(local.Status.Phase).To(Equal(corev1.PodRunning), "the copy's phase is mirrored")
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		})
 		local := podIn(ctx, Default, "management", p)
 		Expect(gated(local)).To(BeTrue(), "the management cluster's Pod keeps its gate: it must not run here too")
 		Expect(local.Spec.NodeName).To(BeEmpty())
@@ -110,7 +112,7 @@ var _ = Describe("Plain Pods", func() {
 		Eventually(func(g Gomega) {
 			local := podIn(ctx, g, "management", p)
 			g.Expect(local.Status.Phase).To(Equal(corev1.PodSucceeded), "the copy's end is mirrored")
-			wl := podWorkload(ctx, p)
+			wl := workloadOfKind(ctx, p)
 			g.Expect(wl).NotTo(BeNil())
 			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue(), "conditions: %v", wl.Status.Conditions)
 			g.Expect(podCopies(ctx, g, p)).To(BeEmpty(), "the finished copy is removed")
@@ -120,19 +122,13 @@ var _ = Describe("Plain Pods", func() {
 	It("removes a running Pod's copy when the Pod is deleted, and frees its GPUs", func(ctx SpecContext) {
 		p := plainPod("server", 2, "1h")
 		Expect(mgmt.Create(ctx, p)).To(Succeed())
-		var worker string
-		Eventually(func(g Gomega) {
-			copies := podCopies(ctx, g, p)
-			g.Expect(copies).To(HaveLen(1))
-			worker = copies[0]
-			g.Expect(podIn(ctx, g, worker, p).Status.Phase).To(Equal(corev1.PodRunning))
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		worker := runningCopy(ctx, p, nil)
 
 		Expect(mgmt.Delete(ctx, p)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(podIn(ctx, g, worker, p)).To(BeNil(), "the copy in %s is gone", worker)
 			g.Expect(podIn(ctx, g, "management", p)).To(BeNil())
-			g.Expect(podWorkload(ctx, p)).To(BeNil(), "the workload goes with its Pod")
+			g.Expect(workloadOfKind(ctx, p)).To(BeNil(), "the workload goes with its Pod")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 })

@@ -121,6 +121,13 @@ type Deleter interface {
 	StopByDeletion() bool
 }
 
+// StopsByDeletion reports whether a started job of the kind is stopped by deleting it (Deleter)
+// rather than by suspending it, for the manager and the agent alike.
+func StopsByDeletion(a Adapter) bool {
+	d, ok := a.(Deleter)
+	return ok && d.StopByDeletion()
+}
+
 // Grouper is implemented by kinds whose objects may join a group that runs as one workload, all
 // of its members or none (Kueue's pod groups: Pods labelled kueue.x-k8s.io/pod-group-name). The
 // group's Workload is named after the group and exists once every member does; the kind's own

@@ -385,7 +385,7 @@ func (r *Reconciler) start(ctx context.Context, log logr.Logger, obj client.Obje
 // time), so suspending and restoring are two writes.
 func (r *Reconciler) stop(ctx context.Context, log logr.Logger, obj client.Object, wl *kueue.Workload, st integration.Status) (reconcile.Result, error) {
 	reason, msg := evictionCause(wl)
-	if d, ok := r.Adapter.(integration.Deleter); ok && d.StopByDeletion() && !r.Adapter.Suspended(obj) {
+	if integration.StopsByDeletion(r.Adapter) && !r.Adapter.Suspended(obj) {
 		// A started Pod cannot be held again: it is deleted, and its workload goes with it once
 		// the pod is gone (its quota with it); nothing is requeued.
 		if obj.GetDeletionTimestamp() == nil {

@@ -238,7 +238,7 @@ func (s *Scheduler) setSuspend(ctx context.Context, c *copyState, suspend bool) 
 	if c.job == nil || c.a.Suspended(c.job) == suspend {
 		return nil
 	}
-	if d, ok := c.a.(integration.Deleter); ok && suspend && d.StopByDeletion() {
+	if suspend && integration.StopsByDeletion(c.a) {
 		if c.job.GetDeletionTimestamp() != nil || c.a.Status(c.job).Finished {
 			return nil
 		}
