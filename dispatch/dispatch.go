@@ -204,14 +204,48 @@ const reportGrace = 30 * time.Second
 // ClusterQueue with a MultiKueue check, or says why none has room. Workloads of other queues
 // are admitted on quota alone.
 func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames []kueue.AdmissionCheckReference) (cluster string, ok bool, why string) {
+	req, multi, waiting := d.request(w, a, checkNames)
+	if waiting != "" || !multi {
+		return "", waiting == "", waiting
+	}
+	dec, ok := d.Book.Place(req)
+	return dec.Cluster, ok, dec.Explanation
+}
+
+// PlaceAfter is the scheduler's hook before a preemption: whether the preemptor of a
+// ClusterQueue with a MultiKueue check would have a worker with room once the victims' pods are
+// gone (victims not placed on a worker free quota only). Other queues preempt on quota alone.
+func (d *Dispatcher) PlaceAfter(w *engine.Workload, a *engine.Admission, checkNames []kueue.AdmissionCheckReference, victims []*engine.Workload) (ok bool, why string) {
+	req, multi, waiting := d.request(w, a, checkNames)
+	if waiting != "" || !multi {
+		return waiting == "", waiting
+	}
+	var freed []placement.Freed
+	for _, v := range victims {
+		wl := &kueue.Workload{}
+		if err := d.client.Get(context.Background(), workload.SplitKey(v.Key), wl, client.UnsafeDisableDeepCopy); err != nil {
+			continue
+		}
+		if cluster := workload.ClusterName(wl); cluster != "" {
+			freed = append(freed, placement.Freed{Cluster: cluster, PodSets: v.PodSets, Admission: v.Admission})
+		}
+	}
+	dec, ok := d.Book.PlaceAfter(req, freed)
+	return ok, dec.Explanation
+}
+
+// request is the placement request of an admission with its candidate workers, in the
+// MultiKueueConfig's order; multi is false for a ClusterQueue whose checks dispatch nowhere, and
+// waiting says why nothing can be placed yet (a check not processed).
+func (d *Dispatcher) request(w *engine.Workload, a *engine.Admission, checkNames []kueue.AdmissionCheckReference) (req placement.Request, multi bool, waiting string) {
 	if unknown, ok := d.Checks.Unknown(checkNames); ok {
-		return "", false, fmt.Sprintf("waiting for admission check %s to be processed", unknown)
+		return placement.Request{}, false, fmt.Sprintf("waiting for admission check %s to be processed", unknown)
 	}
 	names, multi := d.Checks.Clusters(checkNames)
 	if !multi {
-		return "", true, ""
+		return placement.Request{}, false, ""
 	}
-	req := placement.Request{Key: w.Key, Framework: d.framework(w.Key), PodSets: w.PodSets, Admission: a, Now: d.clock.Now()}
+	req = placement.Request{Key: w.Key, Framework: d.framework(w.Key), PodSets: w.PodSets, Admission: a, Now: d.clock.Now()}
 	justStarted := d.clock.Since(d.Registry.Started()) < reportGrace
 	for _, n := range names {
 		wk, h := d.Registry.Get(n)
@@ -229,8 +263,7 @@ func (d *Dispatcher) Place(w *engine.Workload, a *engine.Admission, checkNames [
 		}
 		req.Candidates = append(req.Candidates, c)
 	}
-	dec, ok := d.Book.Place(req)
-	return dec.Cluster, ok, dec.Explanation
+	return req, true, ""
 }
 
 // framework names the integration of a workload's job, read from the cache without a copy (it

@@ -58,6 +58,7 @@ type node struct {
 	name    string
 	flavors []string
 	free    map[corev1.ResourceName]int64
+	alloc   map[corev1.ResourceName]int64
 }
 
 type assumption struct {
@@ -95,9 +96,12 @@ func (b *Book) SetReport(cluster string, cr *fleetq.CapacityReport) {
 		if n.Unschedulable {
 			continue
 		}
-		nd := node{name: n.Name, flavors: n.Flavors, free: map[corev1.ResourceName]int64{}}
+		nd := node{name: n.Name, flavors: n.Flavors, free: map[corev1.ResourceName]int64{}, alloc: map[corev1.ResourceName]int64{}}
 		for res, q := range n.Free {
 			nd.free[res] = engine.Amount(res, q)
+		}
+		for res, q := range n.Allocatable {
+			nd.alloc[res] = engine.Amount(res, q)
 		}
 		r.nodes = append(r.nodes, nd)
 	}
@@ -230,13 +234,78 @@ type Decision struct {
 func (b *Book) Place(req Request) (Decision, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	dec, res, ok := b.choose(req, b.freeNodes)
+	if ok {
+		b.assumed[req.Key] = &assumption{cluster: dec.Cluster, take: taken(res, req)}
+	}
+	return dec, ok
+}
+
+// Freed is a running workload a preemption would evict: where it runs, and its pod sets and
+// flavors, whose room its pods give back.
+type Freed struct {
+	Cluster   string
+	PodSets   []engine.PodSet
+	Admission *engine.Admission
+}
+
+// PlaceAfter says whether the workload would fit on some candidate, as Place chooses, once the
+// freed workloads' pods are gone; it assumes nothing. The scheduler asks it before preempting:
+// victims whose room is in the wrong worker, or scattered over nodes, free quota the preemptor
+// cannot use.
+func (b *Book) PlaceAfter(req Request, freed []Freed) (Decision, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dec, _, ok := b.choose(req, func(cluster string, r *report) []node {
+		nodes := b.freeNodes(cluster, r)
+		for _, f := range freed {
+			if f.Cluster == cluster {
+				giveBack(nodes, f)
+			}
+		}
+		return nodes
+	})
+	return dec, ok
+}
+
+// giveBack adds a freed workload's pods back to the nodes they most likely hold: for each pod,
+// the first node of its flavors that uses at least its requests (a report says what each node
+// has free, not which pods hold it), never above the node's allocatable.
+func giveBack(nodes []node, f Freed) {
+	for _, ps := range f.PodSets {
+		flavors := flavorsOf(f.Admission, ps.Name)
+		for range ps.Count {
+			i := slices.IndexFunc(nodes, func(n node) bool { return hasAll(n.flavors, flavors) && holds(n, ps.Requests) })
+			if i < 0 {
+				continue
+			}
+			for res, v := range ps.Requests {
+				nodes[i].free[res] = min(nodes[i].free[res]+v, nodes[i].alloc[res])
+			}
+		}
+	}
+}
+
+// holds says whether a node uses at least the requests (allocatable minus free).
+func holds(n node, reqs map[corev1.ResourceName]int64) bool {
+	for res, v := range reqs {
+		if v > 0 && n.alloc[res]-n.free[res] < v {
+			return false
+		}
+	}
+	return true
+}
+
+// choose picks the first candidate, in preference order, whose nodes (as nodesOf gives them) fit
+// the whole workload, with the sentence per candidate that says why or why not.
+func (b *Book) choose(req Request, nodesOf func(cluster string, r *report) []node) (Decision, nodefit.Result, bool) {
 	var clauses []string
 	chosen := ""
 	var chosenFit nodefit.Result
 	// waitFor ends the search at a worker placement waits for (AwaitReport), saying why.
-	waitFor := func(cluster, why string) (Decision, bool) {
+	waitFor := func(cluster, why string) (Decision, nodefit.Result, bool) {
 		clauses = append(clauses, cluster+": "+why)
-		return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, false
+		return Decision{Explanation: "waiting for a worker's capacity report: " + strings.Join(clauses, "; ")}, nodefit.Result{}, false
 	}
 	for _, c := range req.Candidates {
 		if chosen != "" {
@@ -283,8 +352,7 @@ func (b *Book) Place(req Request) (Decision, bool) {
 			}
 			delete(b.refused[req.Key], c.Cluster)
 		}
-		nodes := b.freeNodes(c.Cluster, r)
-		res, why := fit(nodes, r, req)
+		res, why := fit(nodesOf(c.Cluster, r), r, req)
 		if !res.Fits {
 			clauses = append(clauses, fmt.Sprintf("%s: %s", c.Cluster, why))
 			continue
@@ -293,17 +361,16 @@ func (b *Book) Place(req Request) (Decision, bool) {
 		clauses = append(clauses, fmt.Sprintf("%s: chosen (fits on %d node(s))", c.Cluster, countNodes(res)))
 	}
 	if chosen == "" {
-		return Decision{Explanation: "no worker has room: " + strings.Join(clauses, "; ")}, false
+		return Decision{Explanation: "no worker has room: " + strings.Join(clauses, "; ")}, nodefit.Result{}, false
 	}
-	b.assumed[req.Key] = &assumption{cluster: chosen, take: taken(chosenFit, req)}
-	return Decision{Cluster: chosen, Explanation: strings.Join(clauses, "; ")}, true
+	return Decision{Cluster: chosen, Explanation: strings.Join(clauses, "; ")}, chosenFit, true
 }
 
 // freeNodes is a report's nodes minus what assumed placements took.
 func (b *Book) freeNodes(cluster string, r *report) []node {
 	out := make([]node, len(r.nodes))
 	for i, n := range r.nodes {
-		out[i] = node{name: n.name, flavors: n.flavors, free: make(map[corev1.ResourceName]int64, len(n.free))}
+		out[i] = node{name: n.name, flavors: n.flavors, free: make(map[corev1.ResourceName]int64, len(n.free)), alloc: n.alloc}
 		for res, v := range n.free {
 			out[i].free[res] = v
 		}

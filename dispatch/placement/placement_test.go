@@ -16,15 +16,17 @@ import (
 
 const gpu corev1.ResourceName = "nvidia.com/gpu"
 
-// gpuReport is a report of n nodes of one flavor, each with the given free GPUs.
+// gpuReport is a report of n nodes of one flavor, each with the given free GPUs (of 8, or of
+// what is free when more) and a CPU of 96 used per GPU in use.
 func gpuReport(revision int64, updated time.Time, flavor string, free ...int64) *fleetq.CapacityReport {
 	cr := &fleetq.CapacityReport{Status: fleetq.CapacityReportStatus{Revision: revision, UpdateTime: metav1.NewTime(updated)}}
 	cr.Status.Flavors = []fleetq.FlavorCapacity{{Name: flavor, Nodes: int32(len(free))}}
 	for i, f := range free {
 		cr.Status.Nodes = append(cr.Status.Nodes, fleetq.NodeCapacity{
-			Name:    flavor + "-" + string(rune('a'+i)),
-			Flavors: []string{flavor},
-			Free:    corev1.ResourceList{gpu: *resource.NewQuantity(f, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("96")},
+			Name:        flavor + "-" + string(rune('a'+i)),
+			Flavors:     []string{flavor},
+			Free:        corev1.ResourceList{gpu: *resource.NewQuantity(f, resource.DecimalSI), corev1.ResourceCPU: *resource.NewQuantity(96-(max(f, 8)-f), resource.DecimalSI)},
+			Allocatable: corev1.ResourceList{gpu: *resource.NewQuantity(max(f, 8), resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("96")},
 		})
 	}
 	return cr
@@ -313,5 +315,68 @@ func TestAWorkerWhoseAgentKeepsRunningWhenFencedSaysSo(t *testing.T) {
 	}
 	if b.KeepsRunningWhenFenced("us-west") || b.KeepsRunningWhenFenced("eu-west") {
 		t.Error("a report without the field (or no report) means Suspend")
+	}
+}
+
+func TestPlaceAfterCountsOnlyTheRoomVictimsGiveBackWhereThePreemptorFits(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	freed := func(cluster string, pods int32, perPod int64) Freed {
+		r := gpuRequest("ns/victim", "a100", pods, perPod)
+		return Freed{Cluster: cluster, PodSets: r.PodSets, Admission: r.Admission}
+	}
+	cases := map[string]struct {
+		freed       []Freed
+		wantCluster string
+		wantWhy     []string
+	}{
+		"a whole node freed in the second worker": {
+			freed:       []Freed{freed("us-west", 1, 8)},
+			wantCluster: "us-west",
+			wantWhy:     []string{"us-east: pod set \"main\"", "us-west: chosen (fits on 1 node(s))"},
+		},
+		"half a node freed in a full worker frees no whole node": {
+			freed:   []Freed{freed("us-west", 1, 4)},
+			wantWhy: []string{"no worker has room", "us-east: pod set \"main\"", "us-west: pod set \"main\""},
+		},
+		"the freed half joins the free half of the same node": {
+			freed:       []Freed{freed("us-east", 1, 4)},
+			wantCluster: "us-east",
+			wantWhy:     []string{"us-east: chosen (fits on 1 node(s))"},
+		},
+		"room freed in a worker that is not a candidate": {
+			freed:   []Freed{freed("eu-west", 1, 8)},
+			wantWhy: []string{"no worker has room"},
+		},
+		"two halves of one full node": {
+			freed:       []Freed{freed("us-west", 1, 4), freed("us-west", 1, 4)},
+			wantCluster: "us-west",
+		},
+		"nothing freed": {
+			wantWhy: []string{"no worker has room"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := NewBook()
+			b.SetReport("us-east", gpuReport(1, t0, "a100", 4, 0))
+			b.SetReport("us-west", gpuReport(1, t0, "a100", 0, 0))
+			b.SetReport("eu-west", gpuReport(1, t0, "a100", 0))
+			dec, ok := b.PlaceAfter(gpuRequest("ns/preemptor", "a100", 1, 8, usable("us-east", "us-west")...), tc.freed)
+			if ok != (tc.wantCluster != "") || dec.Cluster != tc.wantCluster {
+				t.Fatalf("PlaceAfter = %q, %v (%s); want cluster %q", dec.Cluster, ok, dec.Explanation, tc.wantCluster)
+			}
+			for _, w := range tc.wantWhy {
+				if !strings.Contains(dec.Explanation, w) {
+					t.Errorf("explanation %q does not say %q", dec.Explanation, w)
+				}
+			}
+			if len(b.assumed) != 0 {
+				t.Errorf("PlaceAfter assumed a placement: %v", b.assumed)
+			}
+			// The probe left the book as it was: the preemptor does not fit now.
+			if dec, ok := b.Place(gpuRequest("ns/preemptor", "a100", 1, 8, usable("us-east", "us-west")...)); ok {
+				t.Errorf("Place after the probe chose %s; the freed room was written into the book", dec.Cluster)
+			}
+		})
 	}
 }

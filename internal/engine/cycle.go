@@ -45,6 +45,12 @@ type Options struct {
 	// somewhere to run (multi-cluster dispatch: a worker with room for all its pods). When it
 	// says no, the workload stays pending with its reason (NoPlacement) and takes no quota.
 	Place func(w *Workload, a *Admission) (ok bool, reason string)
+	// PlaceAfter, when set, is asked before a preemption is committed whether the preemptor
+	// would have somewhere to run once its victims are gone. When it says no, nothing is
+	// preempted and the workload waits with NoPlacement: victims whose eviction makes quota
+	// but no room where the preemptor can run would be admitted again in the room they left,
+	// and preempted again, over and over.
+	PlaceAfter func(w *Workload, a *Admission, victims []*Workload) (ok bool, reason string)
 }
 
 // Run performs one admission cycle over the snapshot and the pending queues and returns its
@@ -230,6 +236,10 @@ func (c *cycle) process(e *entry) {
 		c.pullHead(name)
 		return
 	case len(victims) > 0:
+		if ok, why := c.roomAfter(e.w, adm, victims); !ok {
+			c.unplaced(e, adm, fmt.Sprintf("preempting %d workload(s) would free quota, but no worker would then have room: %s", len(victims), why))
+			return
+		}
 		root := e.cq.node.path[0].id
 		for _, v := range victims {
 			a := c.s.admitted[v.Key]
@@ -268,6 +278,19 @@ func (c *cycle) process(e *entry) {
 	c.pullHead(name)
 }
 
+// roomAfter asks Options.PlaceAfter whether the preemptor has somewhere to run once the victims
+// are gone; without the hook, quota is all that counts.
+func (c *cycle) roomAfter(w *Workload, adm *Admission, victims []Victim) (bool, string) {
+	if c.opts.PlaceAfter == nil {
+		return true, ""
+	}
+	ws := make([]*Workload, len(victims))
+	for i, v := range victims {
+		ws[i] = &c.s.admitted[v.Key].wl
+	}
+	return c.opts.PlaceAfter(w, adm, ws)
+}
+
 // admit commits an admission, unless the placement hook finds nowhere to run it: then the
 // workload waits (parked under BestEffortFIFO, blocking the queue under StrictFIFO) and its
 // quota stays free for the rest of the cycle.
@@ -275,20 +298,27 @@ func (c *cycle) admit(e *entry, adm *Admission, borrows bool) {
 	name := e.cq.spec.Name
 	if c.opts.Place != nil {
 		if ok, why := c.opts.Place(e.w, adm); !ok {
-			strict := e.cq.spec.QueueingStrategy == StrictFIFO
-			c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: NoPlacement, Message: why, Parked: !strict})
-			if strict {
-				c.requeue = append(c.requeue, e.w)
-				c.blocked[name] = true
-				return
-			}
-			c.q.Park(e.w)
-			c.pullHead(name)
+			c.unplaced(e, adm, why)
 			return
 		}
 	}
 	c.charge(e)
 	c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: borrows})
+	c.pullHead(name)
+}
+
+// unplaced leaves a workload pending with NoPlacement, taking no quota: parked under
+// BestEffortFIFO (a capacity report wakes it), blocking its queue under StrictFIFO.
+func (c *cycle) unplaced(e *entry, adm *Admission, msg string) {
+	name := e.cq.spec.Name
+	strict := e.cq.spec.QueueingStrategy == StrictFIFO
+	c.decide(Decision{Kind: Pending, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Reason: NoPlacement, Message: msg, Parked: !strict})
+	if strict {
+		c.requeue = append(c.requeue, e.w)
+		c.blocked[name] = true
+		return
+	}
+	c.q.Park(e.w)
 	c.pullHead(name)
 }
 

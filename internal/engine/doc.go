@@ -41,7 +41,9 @@
 //     lands, AddAdmitted; if the write fails, queue the workload again); Preempt evicts each
 //     victim with its reason and message; Pending writes the message to the workload's status.
 //   - With Options.Place (dispatch asks whether some worker has room), workloads refused with
-//     NoPlacement are parked too: wake their queues when a capacity report changes.
+//     NoPlacement are parked too: wake their queues when a capacity report changes. With
+//     Options.PlaceAfter, a preemption is made only when the preemptor would have room once
+//     its victims are gone; otherwise it waits with NoPlacement the same way.
 //
 // The worker agent builds its snapshot from what its cluster has: one ClusterQueue per flavor
 // whose nominal quota is the flavor's allocatable capacity, and nodefit to check that the pods of

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fleetq/fleetq/internal/engine"
+	. "github.com/fleetq/fleetq/internal/engine/enginetest"
 )
 
 func TestPlaceHook(t *testing.T) {
@@ -60,6 +61,67 @@ func TestPlaceHook(t *testing.T) {
 				tc.pending, engine.Options{Place: tc.place})
 			if diff := cmp.Diff(tc.want, summarize(ds), cmpSummary); diff != "" {
 				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPlaceAfterHook(t *testing.T) {
+	low := cpuJob("ns/low", "a", "4").Priority(0).Timestamp(1).AdmittedIn("f", 1).Obj()
+	high := cpuJob("ns/high", "a", "4").Priority(10).Timestamp(2).Obj()
+	within := func(s engine.QueueingStrategy) engine.ClusterQueue {
+		return MakeClusterQueue("a").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).
+			WithinClusterQueue(engine.PreemptLowerPriority).Strategy(s).Obj()
+	}
+	const why = "us-east: largest node fit 4 of 8 nvidia.com/gpu"
+	cases := map[string]struct {
+		queue engine.ClusterQueue
+		room  bool
+		want  []summary
+	}{
+		"a preemption that leaves no worker with room is not made": {
+			queue: within(engine.BestEffortFIFO),
+			want: []summary{{Kind: engine.Pending, Key: "ns/high", Reason: engine.NoPlacement, Parked: true,
+				Message: "preempting 1 workload(s) would free quota, but no worker would then have room: " + why}},
+		},
+		"StrictFIFO keeps the head that could not preempt for room": {
+			queue: within(engine.StrictFIFO),
+			want: []summary{{Kind: engine.Pending, Key: "ns/high", Reason: engine.NoPlacement,
+				Message: "preempting 1 workload(s) would free quota, but no worker would then have room: " + why}},
+		},
+		"a preemption that makes room is made": {
+			queue: within(engine.BestEffortFIFO),
+			room:  true,
+			want:  []summary{{Kind: engine.Preempt, Key: "ns/high", Victims: []string{"ns/low"}, Reasons: []engine.PreemptionReason{engine.InClusterQueue}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var asked [][]string
+			opts := engine.Options{
+				Place: func(*engine.Workload, *engine.Admission) (bool, string) { return true, "" },
+				PlaceAfter: func(w *engine.Workload, a *engine.Admission, victims []*engine.Workload) (bool, string) {
+					var keys []string
+					for _, v := range victims {
+						keys = append(keys, v.Key)
+						if v.Admission == nil {
+							t.Errorf("victim %s handed over without its admission", v.Key)
+						}
+					}
+					asked = append(asked, append([]string{w.Key}, keys...))
+					if a == nil || a.ClusterQueue != "a" {
+						t.Errorf("PlaceAfter got admission %+v, want one in queue a", a)
+					}
+					return tc.room, why
+				},
+			}
+			in := engine.Input{Flavors: []engine.ResourceFlavor{{Name: "f"}}, ClusterQueues: []engine.ClusterQueue{tc.queue}, Admitted: []engine.Workload{low}}
+			ds, _, _ := runCycle(in, []engine.Workload{high}, opts)
+			if diff := cmp.Diff(tc.want, summarize(ds), cmpSummary); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([][]string{{"ns/high", "ns/low"}}, asked); diff != "" {
+				t.Errorf("PlaceAfter calls (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -72,6 +72,9 @@ type Placer interface {
 	Place(w *engine.Workload, a *engine.Admission, checks []kueue.AdmissionCheckReference) (cluster string, ok bool, why string)
 	// Forget undoes a placement whose admission was not written.
 	Forget(key string)
+	// PlaceAfter says whether the preemptor would have a worker with room once the victims'
+	// pods are gone, or why not; it places nothing.
+	PlaceAfter(w *engine.Workload, a *engine.Admission, checks []kueue.AdmissionCheckReference, victims []*engine.Workload) (ok bool, why string)
 }
 
 // placement is where an admitted workload was placed, and why there.
@@ -122,6 +125,9 @@ func (s *Scheduler) Cycle(ctx context.Context) []engine.Decision {
 				placed[w.Key] = placement{cluster, why}
 			}
 			return ok, why
+		}
+		opts.PlaceAfter = func(w *engine.Workload, a *engine.Admission, victims []*engine.Workload) (bool, string) {
+			return s.Placer.PlaceAfter(w, a, checks[w.ClusterQueue], victims)
 		}
 	}
 	s.Cache.WithSnapshot(func(snap *engine.Snapshot) {
