@@ -234,6 +234,25 @@ func (d *Dispatcher) PlaceAfter(w *engine.Workload, a *engine.Admission, checkNa
 	return ok, dec.Explanation
 }
 
+// Shielded is the scheduler's hook before choosing victims: a workload placed on a worker that
+// does not answer is not preempted. Its eviction could not land until the worker answers (its
+// quota stays held until its copies are confirmed gone), and its pods may have finished there
+// unseen: stopping it when the worker is back would delete a result and run the job again.
+func (d *Dispatcher) Shielded(w *engine.Workload) string {
+	wl := &kueue.Workload{}
+	if err := d.client.Get(context.Background(), workload.SplitKey(w.Key), wl, client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	cluster := workload.ClusterName(wl)
+	if cluster == "" {
+		return ""
+	}
+	if wk, h := d.Registry.Get(cluster); wk == nil || !h.Active {
+		return fmt.Sprintf("they run on workers that do not answer, e.g. %s", cluster)
+	}
+	return ""
+}
+
 // request is the placement request of an admission with its candidate workers, in the
 // MultiKueueConfig's order; multi is false for a ClusterQueue whose checks dispatch nowhere, and
 // waiting says why nothing can be placed yet (a check not processed).

@@ -46,10 +46,13 @@ func workerActive(ctx SpecContext, worker string) (bool, string) {
 
 // bringEastBack restarts us-east's API server, and its agent if the agent exited on losing its
 // leader lease meanwhile: its Deployment would restart it, and so does the lab.
-func bringEastBack(ctx SpecContext, faults lab.Faults) {
+func bringEastBack(ctx SpecContext, faults lab.Faults) { bringBack(ctx, "us-east", faults) }
+
+// bringBack restarts a worker's API server, and its agent if it exited meanwhile.
+func bringBack(ctx SpecContext, worker string, faults lab.Faults) {
 	Expect(faults.RestartAPIServer(ctx)).To(Succeed())
-	if !agents["us-east"].Running() {
-		Expect(agents["us-east"].Restart(ctx)).To(Succeed())
+	if !agents[worker].Running() {
+		Expect(agents[worker].Restart(ctx)).To(Succeed())
 	}
 }
 
@@ -76,13 +79,19 @@ func restartManager(ctx SpecContext) {
 // probes from then on, while it shuts down.
 func stopEastAPIServer(ctx SpecContext) (lab.Faults, time.Time) {
 	GinkgoHelper()
-	faults, err := env.Cluster("us-east").Faults()
+	return stopAPIServer(ctx, "us-east")
+}
+
+// stopAPIServer is stopEastAPIServer for any worker.
+func stopAPIServer(ctx SpecContext, worker string) (lab.Faults, time.Time) {
+	GinkgoHelper()
+	faults, err := env.Cluster(worker).Faults()
 	Expect(err).NotTo(HaveOccurred())
 	stopped := time.Now()
 	Expect(faults.StopAPIServer(ctx)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
-		if !framework.Reachable(ctx, env.Cluster("us-east"), 5*time.Second) {
-			bringEastBack(ctx, faults)
+		if !framework.Reachable(ctx, env.Cluster(worker), 5*time.Second) {
+			bringBack(ctx, worker, faults)
 		}
 	})
 	return faults, stopped
@@ -217,6 +226,59 @@ var _ = Describe("Worker faults", Ordered, func() {
 			g.Expect(copiesOf(ctx, job)).To(Equal([]string{"us-east"}))
 			// The overlap watcher's informer for us-east relists with its own backoff after the outage.
 			g.Expect(watcher.Clusters(job.Namespace+"/"+job.Name)).To(Equal([]string{"us-east"}), "it ran in us-east only")
+		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("does not preempt a job whose worker does not answer; it preempts one it can stop, where the preemptor then fits", func(ctx SpecContext) {
+		for name, value := range map[string]int32{"mc-lowest": 1, "mc-low": 10, "mc-high": 1000} {
+			wpc := &kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+			Expect(mgmt.Create(ctx, wpc)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(mgmt.Delete(ctx, wpc))).To(Succeed()) })
+		}
+		// Pinned to A100s: the high job would otherwise take the L4 flavor, where it fits quota by
+		// borrowing (but no node), rather than preempt.
+		low := gpuJob{pods: 1, gpus: 8, runFor: "1h", priorityClass: "mc-low", product: lab.A100}
+		// research holds 24 A100s, nominal 16 plus its borrowing limit, over the two A100 workers
+		// (two nodes of 8 each): the last job, of the lowest priority and so the first victim,
+		// runs on one of them (down), and at least one of the others on the other worker (up).
+		var lows []*batchv1.Job
+		for _, name := range []string{"low-a", "low-b", "lowest-c"} {
+			if name == "lowest-c" {
+				low.priorityClass = "mc-lowest"
+			}
+			j := low.create(ctx, name)
+			Eventually(func(g Gomega) {
+				c := clusterOf(ctx, j)
+				g.Expect(c).NotTo(BeEmpty())
+				g.Expect(runningIn(ctx, c, j)).To(Equal(1))
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+			lows = append(lows, j)
+		}
+		down := clusterOf(ctx, lows[2])
+		up := map[string]string{"us-east": "us-west", "us-west": "us-east"}[down]
+		Expect(up).NotTo(BeEmpty(), "lowest-c runs on %s", down)
+
+		faults, _ := stopAPIServer(ctx, down)
+		Eventually(func() bool { active, _ := workerActive(ctx, down); return active }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeFalse())
+		// lowest-c would be the victim: on the worker that is down, its eviction cannot land, and
+		// what ran there may have finished unseen.
+		high := gpuJob{pods: 1, gpus: 8, runFor: "1h", priorityClass: "mc-high", product: lab.A100}.create(ctx, "high")
+		expectRunningOn(ctx, high, up, 2*wait)
+		victims := 0
+		for _, j := range lows {
+			wl := workloadOf(ctx, j)
+			if c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); c != nil && c.Status == metav1.ConditionTrue {
+				victims++
+				Expect(c.Message).To(ContainSubstring("high"), "%s preempted for the high job", j.Name)
+				Expect(workload.ClusterName(wl)).NotTo(Equal(down), "%s was preempted although its worker is down", j.Name)
+			}
+		}
+		Expect(victims).To(BeNumerically(">=", 1), "the high job made its room on %s", up)
+
+		bringBack(ctx, down, faults)
+		Eventually(func(g Gomega) {
+			g.Expect(runningIn(ctx, down, lows[2])).To(Equal(1), "lowest-c runs on where it was")
+			g.Expect(workload.IsAdmitted(workloadOf(ctx, lows[2]))).To(BeTrue())
 		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
 	})
 

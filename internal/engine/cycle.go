@@ -51,6 +51,11 @@ type Options struct {
 	// but no room where the preemptor can run would be admitted again in the room they left,
 	// and preempted again, over and over.
 	PlaceAfter func(w *Workload, a *Admission, victims []*Workload) (ok bool, reason string)
+	// Shielded, when set, says why an admitted workload may not be chosen by any preemption in
+	// this cycle ("" when it may): dispatch shields those whose worker it cannot reach, since
+	// their eviction cannot land until the worker answers (their quota stays held meanwhile)
+	// and what runs there may already have finished unseen. Their usage counts as usual.
+	Shielded func(w *Workload) (why string)
 }
 
 // Run performs one admission cycle over the snapshot and the pending queues and returns its
@@ -232,7 +237,7 @@ func (c *cycle) process(e *entry) {
 	victims, waitFor, ok := c.findVictims(e.w, e.cq, e.asg.amounts, false)
 	switch {
 	case !ok:
-		c.reject(e.w, e.cq, InsufficientQuota, e.asg.short.prefix+c.acc.quotaMessage(e.cq, e.asg.short.fr, e.asg.short.total)+"; preemption cannot free enough quota")
+		c.reject(e.w, e.cq, InsufficientQuota, e.asg.short.prefix+c.acc.quotaMessage(e.cq, e.asg.short.fr, e.asg.short.total)+"; preemption cannot free enough quota"+c.shieldedHint(e.cq))
 		c.pullHead(name)
 		return
 	case len(victims) > 0:

@@ -207,7 +207,7 @@ func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *grou
 			case c.preemptionPossible(w, cq, withAmounts(prior, cur)):
 				mode = needsPreemption
 			case c.preemptionEnabled(cq):
-				short.hint = "; preemption the policies allow cannot free enough quota"
+				short.hint = "; preemption the policies allow cannot free enough quota" + c.shieldedHint(cq)
 			case cq.node.parent != nil && c.withinNominalAfter(cq, cur):
 				short.hint = "; reclaimWithinCohort is Never, so it waits for borrowers to finish"
 			}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -122,6 +123,49 @@ func TestPlaceAfterHook(t *testing.T) {
 			}
 			if diff := cmp.Diff([][]string{{"ns/high", "ns/low"}}, asked); diff != "" {
 				t.Errorf("PlaceAfter calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShieldedHook(t *testing.T) {
+	queue := MakeClusterQueue("a").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).
+		WithinClusterQueue(engine.PreemptLowerPriority).Obj()
+	admitted := []engine.Workload{
+		cpuJob("ns/older", "a", "2").Timestamp(1).AdmittedIn("f", 1).Obj(),
+		cpuJob("ns/newer", "a", "2").Timestamp(2).AdmittedIn("f", 2).Obj(),
+	}
+	high := cpuJob("ns/high", "a", "2").Priority(10).Timestamp(3).Obj()
+	cases := map[string]struct {
+		shielded []string
+		want     []summary
+	}{
+		"the most recently admitted goes first": {
+			want: []summary{{Kind: engine.Preempt, Key: "ns/high", Victims: []string{"ns/newer"}, Reasons: []engine.PreemptionReason{engine.InClusterQueue}}},
+		},
+		"a shielded workload is passed over": {
+			shielded: []string{"ns/newer"},
+			want:     []summary{{Kind: engine.Preempt, Key: "ns/high", Victims: []string{"ns/older"}, Reasons: []engine.PreemptionReason{engine.InClusterQueue}}},
+		},
+		"with every candidate shielded nothing is preempted; their quota still counts": {
+			shielded: []string{"ns/newer", "ns/older"},
+			want: []summary{{Kind: engine.Pending, Key: "ns/high", Reason: engine.InsufficientQuota, Parked: true,
+				Message: "insufficient quota for cpu in flavor f: requests 2, available 0 (nominal 4, used 4); preemption the policies allow cannot free enough quota; " +
+					"2 admitted workload(s) are not preempted now (its worker us-east does not answer)"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			opts := engine.Options{Shielded: func(w *engine.Workload) string {
+				if slices.Contains(tc.shielded, w.Key) {
+					return "its worker us-east does not answer"
+				}
+				return ""
+			}}
+			in := engine.Input{Flavors: []engine.ResourceFlavor{{Name: "f"}}, ClusterQueues: []engine.ClusterQueue{queue}, Admitted: admitted}
+			ds, _, _ := runCycle(in, []engine.Workload{high}, opts)
+			if diff := cmp.Diff(tc.want, summarize(ds), cmpSummary); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -10,8 +10,9 @@ import (
 
 // Preemption: finding the smallest set of admitted workloads whose eviction lets a preemptor fit.
 //
-// Candidates are the non-evicting workloads of the preemptor's cohort tree that hold some of the
-// flavor-resources it needs and that the policies expose: in its own queue per withinClusterQueue,
+// Candidates are the workloads of the preemptor's cohort tree, neither being evicted nor
+// shielded (Options.Shielded), that hold some of the flavor-resources it needs and that the
+// policies expose: in its own queue per withinClusterQueue,
 // in other queues per reclaimWithinCohort (and borrowWithinCohort while borrowing), and in other
 // queues only while that queue still borrows. The search runs on the cycle's future accounting,
 // where workloads already being evicted are gone: if that is enough, the preemptor waits
@@ -97,12 +98,15 @@ func usesAny(a *admittedWorkload, amounts []frAmount) bool {
 	return false
 }
 
-// queueCandidates is one queue's admitted workloads that are not being evicted, in candidate
-// order (lowest priority, then most recently admitted), with prefix sums of their usage so that
-// "how much do workloads below priority p hold" is a binary search.
+// queueCandidates is one queue's admitted workloads that are neither being evicted nor shielded,
+// in candidate order (lowest priority, then most recently admitted), with prefix sums of their
+// usage so that "how much do workloads below priority p hold" is a binary search.
 type queueCandidates struct {
 	list   []*admittedWorkload
 	prefix []int64 // prefix[i*F+fr]: usage of list[:i]; nil until needed
+	// shielded counts the workloads left out by Options.Shielded, why says why for the first.
+	shielded int
+	why      string
 }
 
 // queueCands returns (and caches for the cycle) a queue's candidate list.
@@ -112,12 +116,38 @@ func (c *cycle) queueCands(q *clusterQueue) *queueCandidates {
 	}
 	qc := &queueCandidates{list: make([]*admittedWorkload, 0, len(q.ordered))}
 	for _, a := range q.ordered {
-		if !a.evicting {
-			qc.list = append(qc.list, a)
+		if a.evicting {
+			continue
 		}
+		if c.opts.Shielded != nil {
+			if why := c.opts.Shielded(&a.wl); why != "" {
+				if qc.shielded++; qc.why == "" {
+					qc.why = why
+				}
+				continue
+			}
+		}
+		qc.list = append(qc.list, a)
 	}
 	c.cands[q] = qc
 	return qc
+}
+
+// shieldedHint says how many workloads of cq's tree the searches of this cycle left out as
+// shielded, and why for the first, as a clause for a pending message ("" when none).
+func (c *cycle) shieldedHint(cq *clusterQueue) string {
+	n, why := 0, ""
+	for _, q := range c.s.trees[cq.node.path[0].id] {
+		if qc, ok := c.cands[q]; ok && qc.shielded > 0 {
+			if n += qc.shielded; why == "" {
+				why = qc.why
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d admitted workload(s) are not preempted now (%s)", n, why)
 }
 
 // below counts the leading candidates of priority below p (or at most p, when inclusive).

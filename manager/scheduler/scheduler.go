@@ -75,6 +75,8 @@ type Placer interface {
 	// PlaceAfter says whether the preemptor would have a worker with room once the victims'
 	// pods are gone, or why not; it places nothing.
 	PlaceAfter(w *engine.Workload, a *engine.Admission, checks []kueue.AdmissionCheckReference, victims []*engine.Workload) (ok bool, why string)
+	// Shielded says why an admitted workload may not be preempted now ("" when it may).
+	Shielded(w *engine.Workload) string
 }
 
 // placement is where an admitted workload was placed, and why there.
@@ -129,6 +131,7 @@ func (s *Scheduler) Cycle(ctx context.Context) []engine.Decision {
 		opts.PlaceAfter = func(w *engine.Workload, a *engine.Admission, victims []*engine.Workload) (bool, string) {
 			return s.Placer.PlaceAfter(w, a, checks[w.ClusterQueue], victims)
 		}
+		opts.Shielded = s.Placer.Shielded
 	}
 	s.Cache.WithSnapshot(func(snap *engine.Snapshot) {
 		s.Queues.WithLocked(func(m *enginequeue.Manager) {
