@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,8 +51,9 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			r := getReport(ctx, g)
 			st := r.Status
 			g.Expect(st.ClusterName).To(Equal(worker))
-			// The cluster serves no CRD of the other built-in kinds: the agent runs batch Jobs only.
-			g.Expect(st.Kinds).To(Equal([]string{"batch/job"}))
+			// The cluster serves no CRD of the other built-in kinds: the agent runs batch Jobs, and
+			// plain Pods because the suite enables them.
+			g.Expect(st.Kinds).To(ConsistOf("batch/job", "pod"))
 			g.Expect(st.FlavorCount).To(BeEquivalentTo(2))
 			g.Expect(st.UnmatchedNodes).To(BeZero())
 			g.Expect(st.Nodes).To(HaveLen(4))
@@ -254,6 +256,44 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			deleteCopy(ctx, teamNS, name)
 		}
 	}, SpecTimeout(6*waitLong))
+
+	It("stops a started Pod copy it preempts by deleting it (a Pod cannot be gated again), and releases its admission", func(ctx SpecContext) {
+		low, _ := copySpec{ns: teamNS, name: "pod-low", count: 1, gpus: 8, priority: 1}.createPod(ctx)
+		copySpec{ns: teamNS, name: "pod-mid", count: 1, gpus: 8, priority: 2}.create(ctx)
+		var lowNode string
+		Eventually(func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "pod-low"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			p := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(low), p)).To(Succeed())
+			g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "the agent lifts the admission gate")
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+			lowNode = p.Spec.NodeName
+			conditionIs(g, getWorkload(ctx, g, teamNS, "pod-mid"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "pod-mid"))
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+
+		copySpec{ns: teamNS, name: "pod-high", count: 1, gpus: 8, priority: 10, policy: fleetq.LocalPreemptionLowerPriority}.create(ctx)
+		Eventually(func(g Gomega) {
+			wl := getWorkload(ctx, g, teamNS, "pod-low")
+			conditionIs(g, wl, kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption)
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(low), &corev1.Pod{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the started Pod copy is deleted, not gated again: %v", err)
+			g.Expect(wl.Status.Admission).To(BeNil(), "its admission is released once the Pod is gone")
+			conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			conditionIs(g, getWorkload(ctx, g, teamNS, "pod-high"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "pod-high"))
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(pods[0].Spec.NodeName).To(Equal(lowNode))
+		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
+		for _, name := range []string{"pod-low", "pod-mid", "pod-high"} {
+			deleteCopy(ctx, teamNS, name)
+		}
+	}, SpecTimeout(4*waitLong))
 
 	It("mirrors a finished Job into the copy's Finished condition", func(ctx SpecContext) {
 		copySpec{ns: teamNS, name: "short", count: 2, gpus: 1, l4: true, runTime: time.Second}.create(ctx)

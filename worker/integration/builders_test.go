@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"time"
 
 	. "github.com/onsi/gomega" //nolint:revive // Gomega's DSL reads best unqualified.
@@ -17,6 +19,7 @@ import (
 	fleetq "github.com/fleetq/fleetq/api/fleetq/v1alpha1"
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/e2e/lab"
+	"github.com/fleetq/fleetq/internal/integration/pod"
 )
 
 var gpuToleration = corev1.Toleration{Key: string(lab.GPUResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
@@ -76,15 +79,7 @@ func (c copySpec) template() corev1.PodTemplateSpec {
 
 // create makes the remote Job (suspended) and the Workload copy owned by it, as dispatch does.
 func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
-	o := c.origin
-	if o == "" {
-		o = origin
-	}
-	labels := map[string]string{fleetq.OriginLabel: o}
-	annotations := map[string]string{fleetq.OriginUIDAnnotation: "uid-of-" + c.name}
-	if c.userOwned {
-		labels, annotations = nil, nil
-	}
+	labels, annotations := c.identity()
 	ensureNamespace(ctx, c.ns)
 	// The manager labels the templates it starts with the workload's identity and pod set.
 	tmpl := c.template()
@@ -102,6 +97,38 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 		},
 	}
 	Expect(k8s.Create(ctx, job)).To(Succeed())
+	return job, c.createWorkload(ctx, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}, tmpl)
+}
+
+// identity is the origin label and annotation a copy carries (none for a user's own objects).
+func (c copySpec) identity() (labels, annotations map[string]string) {
+	if c.userOwned {
+		return nil, nil
+	}
+	return map[string]string{fleetq.OriginLabel: cmp.Or(c.origin, origin)}, map[string]string{fleetq.OriginUIDAnnotation: "uid-of-" + c.name}
+}
+
+// createPod makes a plain Pod copy, held by the admission gate, and its Workload copy, as dispatch
+// does for a Pod (integrations.frameworks: pod).
+func (c copySpec) createPod(ctx context.Context) (*corev1.Pod, *kueue.Workload) {
+	ensureNamespace(ctx, c.ns)
+	tmpl := c.template()
+	tmpl.Labels = map[string]string{fleetq.WorkloadUIDLabel: "uid-of-" + c.name, fleetq.PodSetLabel: "main"}
+	labels, annotations := c.identity()
+	maps.Copy(labels, tmpl.Labels)
+	maps.Copy(annotations, tmpl.Annotations)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name, Labels: labels, Annotations: annotations},
+		Spec:       *tmpl.Spec.DeepCopy(),
+	}
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: pod.GateName}}
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	return p, c.createWorkload(ctx, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}, tmpl)
+}
+
+// createWorkload makes the Workload copy of a job copy, owned by it.
+func (c copySpec) createWorkload(ctx context.Context, owner metav1.OwnerReference, tmpl corev1.PodTemplateSpec) *kueue.Workload {
+	labels, annotations := c.identity()
 	flavor := a100Flavor
 	if c.l4 {
 		flavor = l4Flavor
@@ -118,9 +145,7 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 				fleetq.LocalPreemptionAnnotation:    string(policy),
 				fleetq.PodSetFlavorsAnnotation:      `{"main":{"cpu":"` + flavor + `","nvidia.com/gpu":"` + flavor + `"}}`,
 			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true),
-			}},
+			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: kueue.WorkloadSpec{
 			QueueName: "research",
@@ -133,7 +158,7 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 		wl.Annotations[k] = v
 	}
 	Expect(k8s.Create(ctx, wl)).To(Succeed())
-	return job, wl
+	return wl
 }
 
 func ensureNamespace(ctx context.Context, ns string) {

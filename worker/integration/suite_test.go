@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,6 +116,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(err).NotTo(HaveOccurred())
 		cfg.Health = config.Endpoint{BindAddress: "127.0.0.1:" + strconv.Itoa(healthPort)}
 		cfg.SetDefaults()
+		// Plain Pods are opt-in, as in Kueue; the agent runs them beside the default kinds.
+		if !slices.Contains(cfg.Integrations.Frameworks, config.FrameworkPod) {
+			cfg.Integrations.Frameworks = append(cfg.Integrations.Frameworks, config.FrameworkPod)
+		}
 		Expect(cfg.Validate()).To(BeEmpty())
 		a, err = setup.New(setup.Options{Config: cfg, RestConfig: rc, Log: zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))})
 		if err == nil || attempt == 3 || !(errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
