@@ -205,12 +205,8 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		var lowNode string
 		Eventually(func(g Gomega) {
 			for _, name := range []string{"low", "mid"} {
-				conditionIs(g, getWorkload(ctx, g, teamNS, name), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
-				pods := jobPods(ctx, g, getJob(ctx, g, teamNS, name))
-				g.Expect(pods).To(HaveLen(1))
-				g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
-				if name == "low" {
-					lowNode = pods[0].Spec.NodeName
+				if pod := runsOnePod(ctx, g, name); name == "low" {
+					lowNode = pod.Spec.NodeName
 				}
 			}
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
@@ -226,11 +222,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 
 		Eventually(func(g Gomega) {
-			conditionIs(g, getWorkload(ctx, g, teamNS, "high"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
-			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "high"))
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
-			g.Expect(pods[0].Spec.NodeName).To(Equal(lowNode))
+			g.Expect(runsOnePod(ctx, g, "high").Spec.NodeName).To(Equal(lowNode))
 			// The victim's reservation is released once its pods are gone.
 			low := getWorkload(ctx, g, teamNS, "low")
 			g.Expect(low.Status.Admission).To(BeNil())
@@ -268,10 +260,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "the agent lifts the admission gate")
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
 			lowNode = p.Spec.NodeName
-			conditionIs(g, getWorkload(ctx, g, teamNS, "pod-mid"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
-			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "pod-mid"))
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			runsOnePod(ctx, g, "pod-mid")
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 
 		copySpec{ns: teamNS, name: "pod-high", count: 1, gpus: 8, priority: 10, policy: fleetq.LocalPreemptionLowerPriority}.create(ctx)
@@ -284,11 +273,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 			conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionFalse, fleetq.PendingReason)
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 		Eventually(func(g Gomega) {
-			conditionIs(g, getWorkload(ctx, g, teamNS, "pod-high"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
-			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "pod-high"))
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
-			g.Expect(pods[0].Spec.NodeName).To(Equal(lowNode))
+			g.Expect(runsOnePod(ctx, g, "pod-high").Spec.NodeName).To(Equal(lowNode))
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 		for _, name := range []string{"pod-low", "pod-mid", "pod-high"} {
 			deleteCopy(ctx, teamNS, name)
@@ -332,10 +317,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		lease, stopRenewing := renewedLease(ctx, agentNS, leaseName)
 		copySpec{ns: teamNS, name: "guarded", count: 1, gpus: 2, l4: true}.create(ctx)
 		Eventually(func(g Gomega) {
-			conditionIs(g, getWorkload(ctx, g, teamNS, "guarded"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
-			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "guarded"))
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			runsOnePod(ctx, g, "guarded")
 			g.Expect(getReport(ctx, g).Status.Fenced).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(waitLong).WithPolling(poll).Should(Succeed())
 

@@ -213,6 +213,16 @@ func jobPods(ctx context.Context, g Gomega, job *batchv1.Job) []corev1.Pod {
 	return out
 }
 
+// runsOnePod checks that the Job copy name is admitted and runs its one pod, and returns that pod,
+// so that a spec can say where it runs.
+func runsOnePod(ctx context.Context, g Gomega, name string) corev1.Pod {
+	conditionIs(g, getWorkload(ctx, g, teamNS, name), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
+	pods := jobPods(ctx, g, getJob(ctx, g, teamNS, name))
+	g.Expect(pods).To(HaveLen(1))
+	g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+	return pods[0]
+}
+
 // deleteCopy removes a copy's Job (its pods in the foreground) and Workload and waits until their pods
 // are gone, so the next spec starts on empty nodes.
 func deleteCopy(ctx context.Context, ns, name string) {
