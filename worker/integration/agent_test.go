@@ -384,11 +384,8 @@ health: {bindAddress: "0"}
 
 		copySpec{ns: teamNS, name: "rides-out", count: 1, gpus: 1, l4: true, origin: keepOrigin}.create(ctx)
 		running := func(g Gomega) {
-			conditionIs(g, getWorkload(ctx, g, teamNS, "rides-out"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
 			g.Expect(getJob(ctx, g, teamNS, "rides-out").Spec.Suspend).To(Equal(ptr.To(false)))
-			pods := jobPods(ctx, g, getJob(ctx, g, teamNS, "rides-out"))
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+			runsOnePod(ctx, g, "rides-out")
 		}
 		Eventually(func(g Gomega) {
 			running(g)

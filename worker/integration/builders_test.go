@@ -81,11 +81,7 @@ func (c copySpec) template() corev1.PodTemplateSpec {
 func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 	labels, annotations := c.identity()
 	ensureNamespace(ctx, c.ns)
-	// The manager labels the templates it starts with the workload's identity and pod set.
-	tmpl := c.template()
-	if !c.userOwned {
-		tmpl.Labels = map[string]string{fleetq.WorkloadUIDLabel: "uid-of-" + c.name, fleetq.PodSetLabel: "main"}
-	}
+	tmpl := c.startedTemplate()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name, Labels: labels, Annotations: annotations},
 		Spec: batchv1.JobSpec{
@@ -100,10 +96,11 @@ func (c copySpec) create(ctx context.Context) (*batchv1.Job, *kueue.Workload) {
 	return job, c.createWorkload(ctx, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}, tmpl)
 }
 
-// identity is the origin label and annotation a copy carries (none for a user's own objects).
+// identity is the origin label and annotation a copy carries (none for a user's own objects); the
+// maps are fresh and never nil, so a caller may add to them.
 func (c copySpec) identity() (labels, annotations map[string]string) {
 	if c.userOwned {
-		return nil, nil
+		return map[string]string{}, map[string]string{}
 	}
 	return map[string]string{fleetq.OriginLabel: cmp.Or(c.origin, origin)}, map[string]string{fleetq.OriginUIDAnnotation: "uid-of-" + c.name}
 }
@@ -112,8 +109,7 @@ func (c copySpec) identity() (labels, annotations map[string]string) {
 // does for a Pod (integrations.frameworks: pod).
 func (c copySpec) createPod(ctx context.Context) (*corev1.Pod, *kueue.Workload) {
 	ensureNamespace(ctx, c.ns)
-	tmpl := c.template()
-	tmpl.Labels = map[string]string{fleetq.WorkloadUIDLabel: "uid-of-" + c.name, fleetq.PodSetLabel: "main"}
+	tmpl := c.startedTemplate()
 	labels, annotations := c.identity()
 	maps.Copy(labels, tmpl.Labels)
 	maps.Copy(annotations, tmpl.Annotations)
@@ -126,6 +122,16 @@ func (c copySpec) createPod(ctx context.Context) (*corev1.Pod, *kueue.Workload) 
 	return p, c.createWorkload(ctx, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}, tmpl)
 }
 
+// startedTemplate is the copy's pod template as the manager starts it: labelled with the workload's
+// identity and pod set, unless the objects are a user's own.
+func (c copySpec) startedTemplate() corev1.PodTemplateSpec {
+	tmpl := c.template()
+	if !c.userOwned {
+		tmpl.Labels = map[string]string{fleetq.WorkloadUIDLabel: "uid-of-" + c.name, fleetq.PodSetLabel: "main"}
+	}
+	return tmpl
+}
+
 // createWorkload makes the Workload copy of a job copy, owned by it.
 func (c copySpec) createWorkload(ctx context.Context, owner metav1.OwnerReference, tmpl corev1.PodTemplateSpec) *kueue.Workload {
 	labels, annotations := c.identity()
@@ -133,10 +139,7 @@ func (c copySpec) createWorkload(ctx context.Context, owner metav1.OwnerReferenc
 	if c.l4 {
 		flavor = l4Flavor
 	}
-	policy := c.policy
-	if policy == "" {
-		policy = fleetq.LocalPreemptionNever
-	}
+	policy := cmp.Or(c.policy, fleetq.LocalPreemptionNever)
 	wl := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: c.ns, Name: c.name, Labels: labels,
@@ -154,9 +157,7 @@ func (c copySpec) createWorkload(ctx context.Context, owner metav1.OwnerReferenc
 			PodSets: []kueue.PodSet{{Name: "main", Count: c.count, Template: tmpl}},
 		},
 	}
-	for k, v := range annotations {
-		wl.Annotations[k] = v
-	}
+	maps.Copy(wl.Annotations, annotations)
 	Expect(k8s.Create(ctx, wl)).To(Succeed())
 	return wl
 }
