@@ -163,8 +163,12 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 
 	It("runs a RayCluster through the generic adapter: suspended until admitted, its pods on the flavor, quota released when it is deleted", func(ctx SpecContext) {
 		// Holds all of the queue's GPUs until the RayCluster is deleted.
-		blocker := kinds.PyTorchJob(ns, "blocker", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "6s"})
+		blocker := kinds.PyTorchJob(ns, "blocker", kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 2, RunFor: "10s"})
 		Expect(k8s.Create(ctx, blocker)).To(Succeed())
+		// Created together, the two would race for the quota; the RayCluster must come second.
+		Eventually(func(g Gomega) {
+			g.Expect(running(ctx, g, kinds.PyTorchJobLabel, "blocker")).To(HaveLen(2), "the blocker's master and worker run")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		rc := kinds.RayCluster(ns, "notebook", kinds.Options{Queue: "kinds-queue", Workers: 2, GPUs: 2})
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
 		Expect(suspendedAt(get(ctx, rc), "spec", "suspend")).To(BeTrue(), "the webhook suspends the queued RayCluster")
