@@ -26,6 +26,10 @@ import (
 // The kinds' group, version and kind.
 var (
 	PyTorchJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
+	TFJobGVK      = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "TFJob"}
+	XGBoostJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "XGBoostJob"}
+	PaddleJobGVK  = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PaddleJob"}
+	MPIJobGVK     = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "MPIJob"}
 	RayJobGVK     = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}
 	RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"}
 )
@@ -49,7 +53,8 @@ func UseGenericRayCluster(in *config.Integrations) {
 	in.Generic = []generic.Spec{RayClusterGeneric}
 }
 
-// PyTorchJobLabel is the label training-operator puts on a PyTorchJob's pods (its name).
+// PyTorchJobLabel is the label training-operator puts on its jobs' pods (the job's name), every
+// kind alike.
 const PyTorchJobLabel = "training.kubeflow.org/job-name"
 
 // Options shape a job: where it queues, what its pods ask for, how long they run.
@@ -70,31 +75,6 @@ type Options struct {
 	// fleetq).
 	Tolerations []corev1.Toleration
 }
-
-const pyTorchJobYAML = `
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        metadata: {annotations: %[1]s}
-        spec:
-          nodeSelector: %[2]s
-          tolerations: %[3]s
-          containers: [{name: pytorch, image: registry.example/mnist:v1, resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: %[5]d}}}]
-    Worker:
-      replicas: %[4]d
-      restartPolicy: Never
-      template:
-        metadata: {annotations: %[1]s}
-        spec:
-          nodeSelector: %[2]s
-          tolerations: %[3]s
-          containers: [{name: pytorch, image: registry.example/mnist:v1, resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: %[5]d}}}]
-`
 
 const rayJobYAML = `
 apiVersion: ray.io/v1
@@ -141,7 +121,82 @@ func RayCluster(namespace, name string, o Options) *unstructured.Unstructured {
 
 // PyTorchJob is a PyTorchJob of one master and o.Workers workers, each with o.GPUs GPUs.
 func PyTorchJob(namespace, name string, o Options) *unstructured.Unstructured {
-	return render(pyTorchJobYAML, namespace, name, o)
+	return PyTorch.Job(namespace, name, o)
+}
+
+// Training is a training-operator kind as the suites write its jobs: a lead replica of one pod
+// (Master, Chief, Launcher) and a Worker replica, in the container the operator expects.
+type Training struct {
+	GVK schema.GroupVersionKind
+	// Specs is the spec field of the replica specs (pytorchReplicaSpecs).
+	Specs string
+	// Container is the container name the operator looks up for its port (pytorch).
+	Container string
+	// Lead is the replica type of one pod the kind needs beside its workers.
+	Lead string
+	// LeadGPUs is whether the lead asks for GPUs like a worker (an MPI launcher does not).
+	LeadGPUs bool
+}
+
+// The training-operator v1.8.1 kinds the suites run.
+var (
+	PyTorch = Training{GVK: PyTorchJobGVK, Specs: "pytorchReplicaSpecs", Container: "pytorch", Lead: "Master", LeadGPUs: true}
+	TF      = Training{GVK: TFJobGVK, Specs: "tfReplicaSpecs", Container: "tensorflow", Lead: "Chief", LeadGPUs: true}
+	XGBoost = Training{GVK: XGBoostJobGVK, Specs: "xgbReplicaSpecs", Container: "xgboost", Lead: "Master", LeadGPUs: true}
+	Paddle  = Training{GVK: PaddleJobGVK, Specs: "paddleReplicaSpecs", Container: "paddle", Lead: "Master", LeadGPUs: true}
+	MPI     = Training{GVK: MPIJobGVK, Specs: "mpiReplicaSpecs", Container: "mpi", Lead: "Launcher"}
+)
+
+// Trainings are every training-operator kind the suites run.
+var Trainings = []Training{PyTorch, TF, XGBoost, Paddle, MPI}
+
+// Pods is how many pods a job of o runs: the lead and the workers.
+func (t Training) Pods(o Options) int { return 1 + o.withDefaults().Workers }
+
+// GPUs is how many GPUs a job of o asks for.
+func (t Training) GPUs(o Options) int64 {
+	o = o.withDefaults()
+	n := o.Workers * o.GPUs
+	if t.LeadGPUs {
+		n += o.GPUs
+	}
+	return int64(n)
+}
+
+// Job is a job of the kind: the lead and o.Workers workers of o.GPUs GPUs each, all running for
+// o.RunFor.
+func (t Training) Job(namespace, name string, o Options) *unstructured.Unstructured {
+	o = o.withDefaults()
+	replica := func(count int, gpus bool) map[string]any {
+		resources := map[string]any{"requests": map[string]any{"cpu": "1"}}
+		if gpus {
+			resources["limits"] = map[string]any{string(lab.GPUResource): int64(o.GPUs)}
+		}
+		annotations, selector, tolerations := o.templateParts()
+		return map[string]any{
+			"replicas":      int64(count),
+			"restartPolicy": "Never",
+			"template": map[string]any{
+				"metadata": map[string]any{"annotations": annotations},
+				"spec": map[string]any{
+					"nodeSelector": selector,
+					"tolerations":  tolerations,
+					"containers": []any{map[string]any{
+						"name": t.Container, "image": "registry.example/mnist:v1", "resources": resources,
+					}},
+				},
+			},
+		}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{t.Specs: map[string]any{
+			t.Lead:   replica(1, t.LeadGPUs),
+			"Worker": replica(o.Workers, true),
+		}},
+	}}
+	u.SetGroupVersionKind(t.GVK)
+	o.setMeta(u, namespace, name)
+	return u
 }
 
 // RayJob is a RayJob whose Ray cluster is RayCluster's; its submitter runs for o.RunFor, and the
@@ -155,30 +210,49 @@ func RayJob(namespace, name string, o Options) *unstructured.Unstructured {
 	return u
 }
 
-func render(doc, namespace, name string, o Options) *unstructured.Unstructured {
+func (o Options) withDefaults() Options {
 	if o.Workers == 0 {
 		o.Workers = 2
 	}
 	if o.GPUs == 0 {
 		o.GPUs = 1
 	}
-	annotations, selector := map[string]string{}, map[string]string{}
+	return o
+}
+
+// templateParts are the pod template's annotations, node selector and tolerations, as JSON values.
+func (o Options) templateParts() (annotations, selector map[string]any, tolerations []any) {
+	annotations, selector = map[string]any{}, map[string]any{}
 	if o.RunFor != "" {
 		annotations[lab.RunTimeAnnotation] = o.RunFor
 	}
 	if o.Product != "" {
 		selector[lab.GPUProductLabel] = o.Product
 	}
-	tolerations := o.Tolerations
-	if tolerations == nil {
-		tolerations = []corev1.Toleration{}
+	if err := json.Unmarshal([]byte(mustJSON(o.Tolerations)), &tolerations); err != nil {
+		panic(fmt.Sprintf("kinds: tolerations: %v", err))
 	}
+	if tolerations == nil {
+		tolerations = []any{}
+	}
+	return annotations, selector, tolerations
+}
+
+func render(doc, namespace, name string, o Options) *unstructured.Unstructured {
+	o = o.withDefaults()
+	annotations, selector, tolerations := o.templateParts()
 	// JSON is YAML's flow style, so the values splice into the manifests.
 	text := fmt.Sprintf(doc, mustJSON(annotations), mustJSON(selector), mustJSON(tolerations), o.Workers, o.GPUs)
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(text), &u.Object); err != nil {
 		panic(fmt.Sprintf("kinds: manifest does not parse: %v\n%s", err, text))
 	}
+	o.setMeta(u, namespace, name)
+	return u
+}
+
+// setMeta names u and labels it with o's queue and priority class.
+func (o Options) setMeta(u *unstructured.Unstructured, namespace, name string) {
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	labels := map[string]string{}
@@ -191,7 +265,6 @@ func render(doc, namespace, name string, o Options) *unstructured.Unstructured {
 	if len(labels) > 0 {
 		u.SetLabels(labels)
 	}
-	return u
 }
 
 func mustJSON(v any) string {
@@ -229,7 +302,7 @@ func List(ctx context.Context, cl client.Client, gvk schema.GroupVersionKind, na
 	return list.Items, nil
 }
 
-// Succeeded reports whether a PyTorchJob has its Succeeded condition.
+// Succeeded reports whether a training-operator job has its Succeeded condition.
 func Succeeded(pt *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(pt.Object, "status", "conditions")
 	for _, c := range conds {

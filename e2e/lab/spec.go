@@ -189,11 +189,14 @@ func L4Pool() NodePool {
 	}
 }
 
+// resources is a node's capacity. Every node has 1Ti of ephemeral storage, as real nodes report
+// some: operators add init containers that ask for it (an MPIJob's launcher asks for 5Gi).
 func resources(cpu, memory, pods string, gpus int64) corev1.ResourceList {
 	rl := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(cpu),
-		corev1.ResourceMemory: resource.MustParse(memory),
-		corev1.ResourcePods:   resource.MustParse(pods),
+		corev1.ResourceCPU:              resource.MustParse(cpu),
+		corev1.ResourceMemory:           resource.MustParse(memory),
+		corev1.ResourcePods:             resource.MustParse(pods),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
 	}
 	if gpus > 0 {
 		rl[GPUResource] = *resource.NewQuantity(gpus, resource.DecimalSI)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
@@ -65,7 +66,11 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 	})
 
 	AfterAll(func(ctx SpecContext) {
-		for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK, kinds.RayClusterGVK} {
+		gvks := []schema.GroupVersionKind{kinds.RayJobGVK, kinds.RayClusterGVK}
+		for _, t := range kinds.Trainings {
+			gvks = append(gvks, t.GVK)
+		}
+		for _, gvk := range gvks {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(gvk)
 			Expect(k8s.DeleteAllOf(ctx, u, client.InNamespace(ns), client.PropagationPolicy("Background"))).To(Succeed())
@@ -160,6 +165,39 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 			g.Expect(gpusInUse(ctx)).To(BeZero(), "finished jobs hold no quota")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
+
+	// The other training-operator kinds, each against the real operator: a lead (Chief, Master,
+	// Launcher) and one worker, every pod on the flavor, the job's end releasing its quota.
+	for _, t := range kinds.Trainings {
+		if t == kinds.PyTorch {
+			continue
+		}
+		It(fmt.Sprintf("runs a %s: suspended until admitted, all its pods on the flavor, quota released when it succeeds", t.GVK.Kind), func(ctx SpecContext) {
+			o := kinds.Options{Queue: "kinds-queue", Workers: 1, GPUs: 1, RunFor: "3s"}
+			job := t.Job(ns, strings.ToLower(t.GVK.Kind), o)
+			Expect(k8s.Create(ctx, job)).To(Succeed())
+			Expect(suspendedAt(get(ctx, job), "spec", "runPolicy", "suspend")).To(BeTrue(), "the webhook suspends it until it is admitted")
+			var uid string
+			Eventually(func(g Gomega) {
+				wl := workloadOfKind(ctx, job)
+				g.Expect(wl).NotTo(BeNil())
+				uid = string(wl.UID)
+				var sets []string
+				for _, ps := range wl.Spec.PodSets {
+					sets = append(sets, fmt.Sprintf("%s×%d", ps.Name, ps.Count))
+				}
+				g.Expect(sets).To(Equal([]string{strings.ToLower(t.Lead) + "×1", "worker×1"}), "one pod set per replica type")
+				g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(HaveLen(t.Pods(o)), "the lead and the worker run, on the flavor's nodes")
+				g.Expect(gpusInUse(ctx)).To(Equal(t.GPUs(o)))
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(kinds.Succeeded(get(ctx, job))).To(BeTrue(), "training-operator's status: %v", get(ctx, job).Object["status"])
+				wl := workloadOfKind(ctx, job)
+				g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue())
+				g.Expect(gpusInUse(ctx)).To(BeZero(), "a finished job holds no quota")
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		})
+	}
 
 	It("runs a RayCluster through the generic adapter: suspended until admitted, its pods on the flavor, quota released when it is deleted", func(ctx SpecContext) {
 		// Holds all of the queue's GPUs until the RayCluster is deleted.
