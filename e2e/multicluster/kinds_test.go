@@ -3,6 +3,8 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
@@ -79,17 +81,26 @@ func placementOfKind(ctx context.Context, obj client.Object) string {
 	return out
 }
 
-// cleanupKinds deletes the specs' PyTorchJobs and RayJobs and waits until no copy or RayCluster
+// kindGVKs are the kinds the specs submit besides batch Jobs and Pods.
+func kindGVKs() []schema.GroupVersionKind {
+	gvks := []schema.GroupVersionKind{kinds.RayJobGVK, kinds.RayClusterGVK}
+	for _, t := range kinds.Trainings {
+		gvks = append(gvks, t.GVK)
+	}
+	return gvks
+}
+
+// cleanupKinds deletes the specs' training jobs, RayJobs and RayClusters and waits until no copy
 // is left anywhere, then runs the suite's cleanup.
 func cleanupKinds(ctx context.Context) {
-	for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK, kinds.RayClusterGVK} {
+	for _, gvk := range kindGVKs() {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		Expect(mgmt.DeleteAllOf(ctx, u, client.InNamespace("research"), client.PropagationPolicy("Background"))).To(Succeed())
 	}
 	Eventually(func(g Gomega) {
 		for _, c := range append([]string{"management"}, workers...) {
-			for _, gvk := range []schema.GroupVersionKind{kinds.PyTorchJobGVK, kinds.RayJobGVK, kinds.RayClusterGVK} {
+			for _, gvk := range kindGVKs() {
 				items, err := kinds.List(ctx, env.Cluster(c).Client(), gvk, "research")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(items).To(BeEmpty(), "%s left in %s", gvk.Kind, c)
@@ -137,6 +148,43 @@ var _ = Describe("Job kinds", func() {
 			g.Expect(kindCopies(ctx, pt)).To(BeEmpty(), "the finished copy is removed")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(podsLabelled(ctx, "management", kinds.PyTorchJobLabel, "mnist")).To(BeEmpty())
+	})
+
+	It("dispatches a TFJob, an XGBoostJob, a PaddleJob and an MPIJob each to one A100 worker, mirrors their success, and removes the copies", func(ctx SpecContext) {
+		o := kinds.Options{Queue: "team-queue", RunFor: "5s", Workers: 1, GPUs: 1}
+		trainings := slices.DeleteFunc(slices.Clone(kinds.Trainings), func(t kinds.Training) bool { return t == kinds.PyTorch })
+		jobs := make([]*unstructured.Unstructured, len(trainings))
+		for i, t := range trainings {
+			jobs[i] = t.Job("research", strings.ToLower(t.GVK.Kind), o)
+			Expect(mgmt.Create(ctx, jobs[i])).To(Succeed())
+		}
+		for i, j := range jobs {
+			t := trainings[i]
+			Eventually(func(g Gomega) {
+				copies := kindCopies(ctx, j)
+				g.Expect(copies).To(HaveLen(1), "%s placement: %s", t.GVK.Kind, placementOfKind(ctx, j))
+				worker := copies[0]
+				g.Expect(worker).To(BeElementOf("us-east", "us-west"), "the A100 flavor is in us-east and us-west")
+				pods := podsLabelled(ctx, worker, kinds.PyTorchJobLabel, j.GetName())
+				g.Expect(pods).To(HaveLen(t.Pods(o)), "the %s's lead and worker in %s", t.GVK.Kind, worker)
+				for _, p := range pods {
+					g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100), "pod %s has the admitted flavor's selector", p.Name)
+				}
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+			suspended, _, _ := unstructured.NestedBool(get(ctx, "management", j).Object, "spec", "runPolicy", "suspend")
+			Expect(suspended).To(BeTrue(), "the management cluster's %s stays suspended", t.GVK.Kind)
+			Expect(podsLabelled(ctx, "management", kinds.PyTorchJobLabel, j.GetName())).To(BeEmpty())
+		}
+		for _, j := range jobs {
+			Eventually(func(g Gomega) {
+				local := get(ctx, "management", j)
+				g.Expect(kinds.Succeeded(local)).To(BeTrue(), "%s: the worker's status is mirrored: %v", j.GetKind(), local.Object["status"])
+				wl := workloadOfKind(ctx, j)
+				g.Expect(wl).NotTo(BeNil())
+				g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)).To(BeTrue(), "conditions: %v", wl.Status.Conditions)
+				g.Expect(kindCopies(ctx, j)).To(BeEmpty(), "the finished %s copy is removed", j.GetKind())
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		}
 	})
 
 	It("dispatches a RayJob to one A100 worker, where ray-operator runs its cluster and submitter, and cleans up once it completes", func(ctx SpecContext) {
