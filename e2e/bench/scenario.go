@@ -285,8 +285,8 @@ func poolsCapacity(pools []Pool, poolType string) corev1.ResourceList {
 		}
 		n, _ := poolNode(p.Type)
 		for name, q := range n.Capacity {
-			if name == corev1.ResourcePods {
-				continue
+			if name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage {
+				continue // no scenario's job asks for them: they are not queued
 			}
 			sum := total[name]
 			for range p.Count {
