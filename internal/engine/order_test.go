@@ -83,7 +83,7 @@ func TestOrdering(t *testing.T) {
 			queues:  []engine.ClusterQueue{MakeClusterQueue("a").Stopped().Obj()},
 			pending: []engine.Workload{cpuJob("ns/w", "a", "1").Obj()},
 			want: []summary{{Kind: engine.Pending, Key: "ns/w", Reason: engine.ClusterQueueInactive, Parked: true,
-				Message: `clusterqueue a is inactive: clusterqueue "a" is stopped (stopPolicy Hold)`}},
+				Message: `clusterqueue a is inactive: clusterqueue "a" is stopped (spec.stopPolicy); set it to None to admit again`}},
 		},
 		"an unknown queue parks its workloads": {
 			pending: []engine.Workload{cpuJob("ns/w", "ghost", "1").Obj()},

@@ -27,7 +27,7 @@ const (
 	InvalidResourceGroups InactiveReason = "InvalidResourceGroups"
 	// CohortCycle: the queue's cohort is in, or under, a cycle of parent references.
 	CohortCycle InactiveReason = "CohortCycle"
-	// Stopped: stopPolicy Hold.
+	// Stopped: stopPolicy Hold or HoldAndDrain.
 	Stopped InactiveReason = "Stopped"
 )
 
@@ -346,7 +346,7 @@ func (s *Snapshot) buildClusterQueues(in Input, cyclic map[string]string) {
 		}
 		s.indexGroups(cq)
 		if cq.inactive == "" && spec.Stopped {
-			cq.inactive, cq.message = Stopped, fmt.Sprintf("clusterqueue %q is stopped (stopPolicy Hold)", spec.Name)
+			cq.inactive, cq.message = Stopped, fmt.Sprintf("clusterqueue %q is stopped (spec.stopPolicy); set it to None to admit again", spec.Name)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestClusterQueueActivity(t *testing.T) {
 		},
 		"stopped queue": {
 			in:   engine.Input{ClusterQueues: []engine.ClusterQueue{MakeClusterQueue("research-cq").Stopped().Obj()}},
-			want: engine.ClusterQueueStatus{Name: "research-cq", InactiveReason: engine.Stopped, Message: `clusterqueue "research-cq" is stopped (stopPolicy Hold)`},
+			want: engine.ClusterQueueStatus{Name: "research-cq", InactiveReason: engine.Stopped, Message: `clusterqueue "research-cq" is stopped (spec.stopPolicy); set it to None to admit again`},
 		},
 		"flavor missing a covered resource": {
 			in: engine.Input{

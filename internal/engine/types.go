@@ -114,7 +114,8 @@ type ClusterQueue struct {
 	FlavorFungibility FlavorFungibility
 	// FairSharing is nil for the default weight 1.
 	FairSharing *FairSharing
-	// Stopped is stopPolicy Hold: the queue admits nothing new; admitted work keeps its quota.
+	// Stopped is stopPolicy Hold or HoldAndDrain: the queue admits nothing new (the manager evicts
+	// what a draining one admitted).
 	Stopped bool
 }
 

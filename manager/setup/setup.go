@@ -41,6 +41,7 @@ import (
 	"github.com/fleetq/fleetq/internal/integration/builtin"
 	"github.com/fleetq/fleetq/manager/cache"
 	"github.com/fleetq/fleetq/manager/certs"
+	"github.com/fleetq/fleetq/manager/drain"
 	"github.com/fleetq/fleetq/manager/jobs"
 	"github.com/fleetq/fleetq/manager/queue"
 	"github.com/fleetq/fleetq/manager/quota"
@@ -186,6 +187,7 @@ func (m *Manager) wire(opts Options) error {
 		&quota.LocalQueueReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Clock: clk, Log: log.WithName("localqueues"), Trigger: trigger, Workloads: requeue},
 		&quota.FlavorReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger},
 		&quota.CohortReconciler{Client: m.GetClient(), Cache: m.Cache, Queues: m.Queues, Trigger: trigger, FairSharing: cfg.FairSharing.Enable},
+		&drain.Reconciler{Client: m.GetClient(), Clock: clk, Recorder: m.GetEventRecorder("fleetq-manager"), Log: log.WithName("drain")},
 	}
 	for _, a := range m.Integrations.Adapters() {
 		setups = append(setups, &jobs.Reconciler{Adapter: a, Integrations: m.Integrations, Client: m.GetClient(), Clock: clk,
