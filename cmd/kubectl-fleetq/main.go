@@ -1,8 +1,8 @@
 // Command kubectl-fleetq is a kubectl plugin (`kubectl fleetq ...`) that shows what fleetq-manager
 // publishes in the management cluster: the worker clusters with their health and capacity
 // (clusters), the ClusterQueues' and LocalQueues' workloads (queues), and why a Job waits or where
-// it runs and why there (explain). It reads the management cluster only; users need no
-// credentials for the workers.
+// it runs and why there (explain); stop and resume hold and release a queue (spec.stopPolicy). It
+// talks to the management cluster only; users need no credentials for the workers.
 package main
 
 import (
@@ -103,8 +103,37 @@ func newCommand(out io.Writer) *cobra.Command {
 			Args:  cobra.ExactArgs(1),
 			RunE:  run(func(ctx context.Context, v *view, args []string) error { return v.explain(ctx, args[0]) }),
 		},
+		stopCommand(run),
+		&cobra.Command{
+			Use:   "resume clusterqueue|localqueue NAME",
+			Short: "Let a stopped ClusterQueue or LocalQueue admit workloads again (spec.stopPolicy: None)",
+			Args:  cobra.ExactArgs(2),
+			RunE: run(func(ctx context.Context, v *view, args []string) error {
+				return v.setStopPolicy(ctx, args[0], args[1], kueue.None)
+			}),
+		},
 	)
 	return root
+}
+
+// stopCommand holds a queue as kueuectl's stop does: HoldAndDrain, or Hold with
+// --keep-already-running.
+func stopCommand(run func(func(context.Context, *view, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "stop clusterqueue|localqueue NAME",
+		Short: "Stop a ClusterQueue or LocalQueue: it admits nothing new and evicts what it admitted (spec.stopPolicy: HoldAndDrain)",
+		Args:  cobra.ExactArgs(2),
+		RunE: run(func(ctx context.Context, v *view, args []string) error {
+			policy := kueue.HoldAndDrain
+			if keep {
+				policy = kueue.Hold
+			}
+			return v.setStopPolicy(ctx, args[0], args[1], policy)
+		}),
+	}
+	cmd.Flags().BoolVar(&keep, "keep-already-running", false, "let admitted workloads run on (spec.stopPolicy: Hold)")
+	return cmd
 }
 
 func main() {

@@ -261,6 +261,8 @@ func TestCommandErrors(t *testing.T) {
 		"clusters takes none": {[]string{"clusters", "us-east", "--kubeconfig", kc}, `unknown command "us-east"`},
 		"unreachable cluster": {[]string{"clusters", "--kubeconfig", kc}, "listing multikueueclusters"},
 		"unknown subcommand":  {[]string{"nodes", "--kubeconfig", kc}, `unknown command "nodes"`},
+		"stop needs a name":   {[]string{"stop", "clusterqueue", "--kubeconfig", kc}, "accepts 2 arg(s), received 1"},
+		"resume needs a kind": {[]string{"resume", "--kubeconfig", kc}, "accepts 2 arg(s), received 0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
