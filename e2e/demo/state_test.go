@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -392,10 +393,11 @@ func TestNewObject(t *testing.T) {
 	if pt.GetLabels()[PartOfLabel] != PartOfValue || pt.GetLabels()[kueue.QueueNameLabel] != LocalQueue {
 		t.Errorf("labels %v", pt.GetLabels())
 	}
-	// Numbers read from YAML are JSON numbers (float64) in an unstructured object.
-	workers, _, _ := unstructured.NestedFloat64(pt.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+	// A count is int64 when built in Go, float64 when read from YAML: compare its text.
+	replicas, _, _ := unstructured.NestedFieldNoCopy(pt.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+	workers := fmt.Sprint(replicas)
 	sel, _, _ := unstructured.NestedStringMap(pt.Object, "spec", "pytorchReplicaSpecs", "Master", "template", "spec", "nodeSelector")
-	if workers != 2 || sel["nvidia.com/gpu.product"] != A100 {
+	if workers != "2" || sel["nvidia.com/gpu.product"] != A100 {
 		t.Errorf("PyTorchJob of 3 GPU pods: %v workers (want 2), master selector %v", workers, sel)
 	}
 	if _, ok := NewObject(JobSpec{Team: Research, Name: "train-1", Pods: 1, GPUs: 4, GPU: A100, RunFor: time.Minute}).(*batchv1.Job); !ok {

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,6 +88,43 @@ var _ = Describe("Dispatch", func() {
 			g.Expect(done).To(BeTrue(), "the job completes on the management cluster too")
 			g.Expect(workload.IsFinished(workloadOf(ctx, job))).To(BeTrue())
 			g.Expect(copiesOf(ctx, job)).To(BeEmpty(), "copies are deleted once the job finished")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("drains a ClusterQueue set to HoldAndDrain: the running copy goes, the job waits suspended here, and runs in one worker again once the policy is None", func(ctx SpecContext) {
+		job := gpuJob{pods: 1, gpus: 1, product: lab.A100, runFor: "10m"}.create(ctx, "drained")
+		Eventually(func(g Gomega) {
+			cluster := clusterOf(ctx, job)
+			g.Expect(cluster).NotTo(BeEmpty(), "placement: %s", placementOf(ctx, job))
+			g.Expect(runningIn(ctx, cluster, job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "research-gpu-cq"}}
+		setStopPolicy := func(ctx context.Context, p kueue.StopPolicy) {
+			patch := fmt.Appendf(nil, `{"spec":{"stopPolicy":%q}}`, p)
+			Expect(mgmt.Patch(ctx, cq, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		}
+		setStopPolicy(ctx, kueue.HoldAndDrain)
+		DeferCleanup(func(ctx SpecContext) { setStopPolicy(ctx, kueue.None) })
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, job)
+			ev := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
+			g.Expect(ev).NotTo(BeNil())
+			g.Expect(ev.Reason).To(Equal(kueue.WorkloadEvictedByClusterQueueStopped))
+			g.Expect(workload.HasQuotaReservation(wl)).To(BeFalse(), "its quota is released")
+			g.Expect(copiesOf(ctx, job)).To(BeEmpty(), "its copy is removed")
+			g.Expect(ptr.Deref(managerJob(ctx, job).Spec.Suspend, false)).To(BeTrue(), "the job here is suspended")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(copiesOf(ctx, job)).To(BeEmpty(), "a draining queue dispatches nothing")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+
+		setStopPolicy(ctx, kueue.None)
+		Eventually(func(g Gomega) {
+			cluster := clusterOf(ctx, job)
+			g.Expect(cluster).NotTo(BeEmpty(), "placement: %s", placementOf(ctx, job))
+			g.Expect(runningIn(ctx, cluster, job)).To(Equal(1))
+			g.Expect(copiesOf(ctx, job)).To(HaveLen(1))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 
