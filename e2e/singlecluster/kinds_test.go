@@ -128,6 +128,14 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 		}
 		return 0
 	}
+	// podSetShapes lists a workload's pod sets as name×count.
+	podSetShapes := func(wl *kueue.Workload) []string {
+		var out []string
+		for _, ps := range wl.Spec.PodSets {
+			out = append(out, fmt.Sprintf("%s×%d", ps.Name, ps.Count))
+		}
+		return out
+	}
 	suspendedAt := func(u *unstructured.Unstructured, path ...string) bool {
 		v, _, _ := unstructured.NestedBool(u.Object, path...)
 		return v
@@ -182,11 +190,7 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 				wl := workloadOfKind(ctx, job)
 				g.Expect(wl).NotTo(BeNil())
 				uid = string(wl.UID)
-				var sets []string
-				for _, ps := range wl.Spec.PodSets {
-					sets = append(sets, fmt.Sprintf("%s×%d", ps.Name, ps.Count))
-				}
-				g.Expect(sets).To(Equal([]string{strings.ToLower(t.Lead) + "×1", "worker×1"}), "one pod set per replica type")
+				g.Expect(podSetShapes(wl)).To(Equal([]string{strings.ToLower(t.Lead) + "×1", "worker×1"}), "one pod set per replica type")
 				g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(HaveLen(t.Pods(o)), "the lead and the worker run, on the flavor's nodes")
 				g.Expect(gpusInUse(ctx)).To(Equal(t.GPUs(o)))
 			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
@@ -215,11 +219,7 @@ var _ = Describe("Job kinds on one cluster", Ordered, func() {
 			wl := workloadOfKind(ctx, rc)
 			g.Expect(wl).NotTo(BeNil())
 			uid = string(wl.UID)
-			var sets []string
-			for _, ps := range wl.Spec.PodSets {
-				sets = append(sets, fmt.Sprintf("%s×%d", ps.Name, ps.Count))
-			}
-			g.Expect(sets).To(Equal([]string{"head×1", "gpu×2"}), "the pod sets read from the generic description")
+			g.Expect(podSetShapes(wl)).To(Equal([]string{"head×1", "gpu×2"}), "the pod sets read from the generic description")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(running(ctx, g, fleetq.WorkloadUIDLabel, uid)).To(BeEmpty(), "no pod while the blocker holds the quota")

@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
@@ -41,8 +43,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("drain").
 		For(&kueue.Workload{}).
-		Watches(&kueue.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.clusterQueueWorkloads)).
-		Watches(&kueue.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(r.localQueueWorkloads)).
+		// Only spec changes (a new stopPolicy) matter: a queue's status is written on every
+		// admission, and each write would list its workloads again.
+		Watches(&kueue.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.clusterQueueWorkloads), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&kueue.LocalQueue{}, handler.EnqueueRequestsFromMapFunc(r.localQueueWorkloads), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 
