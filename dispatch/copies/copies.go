@@ -331,18 +331,23 @@ func (r *Reconciler) stop(ctx context.Context, wl *kueue.Workload, cluster strin
 	if err != nil || job == nil {
 		return reconcile.Result{}, err
 	}
-	orig := job.obj.DeepCopyObject().(client.Object)
-	if job.a.MirrorStatus(job.obj, nil) {
-		// As the kind's controller does for a suspended job: no pods, so the next copy's status
-		// can be mirrored.
-		if err := r.Client.Status().Patch(ctx, job.obj, client.MergeFrom(orig)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+	for _, obj := range job.objects() {
+		if job.a.Status(obj).Finished {
+			continue // a group's member that ended: its result stands (a Pod cannot go back)
+		}
+		orig := obj.DeepCopyObject().(client.Object)
+		if job.a.MirrorStatus(obj, nil) {
+			// As the kind's controller does for a suspended job: no pods, so the next copy's
+			// status can be mirrored.
+			if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
 		}
 	}
 	if !workload.HasQuotaReservation(wl) {
 		return reconcile.Result{}, nil
 	}
-	if !job.a.Suspended(job.obj) {
+	if slices.ContainsFunc(job.objects(), func(o client.Object) bool { return !job.a.Suspended(o) }) {
 		// The job integration suspends the job first; its Job is not watched here.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
@@ -367,22 +372,29 @@ func (r *Reconciler) finishedThere(ctx context.Context, wl *kueue.Workload, clus
 	if err != nil || job == nil || !jobs.Dispatched(job.a, job.obj, wl) {
 		return false, false, err
 	}
-	if job.a.Status(job.obj).Finished {
+	if job.finished(job.objects()) {
 		return true, false, nil // already mirrored; the job integration finishes the workload
 	}
-	rjob := job.a.New()
-	if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(job.obj), rjob); err != nil {
-		return false, false, client.IgnoreNotFound(err)
-	}
-	if !job.a.Status(rjob).Finished || rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
-		return false, false, nil
-	}
-	if err := r.writeMirror(ctx, job, rjob); err != nil {
-		if apierrors.IsInvalid(err) {
-			r.Log.Info("Finished copy's status not accepted; the job will run again", "job", client.ObjectKeyFromObject(job.obj), "kind", job.a.GVK().Kind, "error", err.Error())
-			return false, true, nil
+	// Finished there only when every copy did (each member of a group).
+	remotes := make([]client.Object, 0, len(job.objects()))
+	for _, obj := range job.objects() {
+		rjob := job.a.New()
+		if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(obj), rjob); err != nil {
+			return false, false, client.IgnoreNotFound(err)
 		}
-		return false, false, err
+		if !job.a.Status(rjob).Finished || rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
+			return false, false, nil
+		}
+		remotes = append(remotes, rjob)
+	}
+	for i, obj := range job.objects() {
+		if err := r.writeMirror(ctx, job.a, obj, remotes[i]); err != nil {
+			if apierrors.IsInvalid(err) {
+				r.Log.Info("Finished copy's status not accepted; the job will run again", "job", client.ObjectKeyFromObject(obj), "kind", job.a.GVK().Kind, "error", err.Error())
+				return false, true, nil
+			}
+			return false, false, err
+		}
 	}
 	return true, false, nil
 }
@@ -444,14 +456,20 @@ func (r *Reconciler) holdCopies(ctx context.Context, wl *kueue.Workload, hold bo
 }
 
 // copyRef names the job copy of a workload: its kind and the job's name (a copy has its job's
-// name). A zero copyRef (the workload is gone, so its job is unknown) searches every kind.
+// name). Without a name (a group's workload, whose members come and go) it means every copy of
+// the kind made for the workload; a zero copyRef (the workload is gone, so its job is unknown)
+// searches every kind.
 type copyRef struct {
 	a    integration.Adapter
 	name string
 }
 
-// copyRefOf names the job copy of a workload from its owner reference.
+// copyRefOf names the job copy of a workload from its owner reference, or the kind of the group
+// it runs.
 func (r *Reconciler) copyRefOf(wl *kueue.Workload) copyRef {
+	if a, _, ok := jobs.GroupOf(r.Integrations, wl); ok {
+		return copyRef{a: a}
+	}
 	if ref, a, ok := r.Integrations.Owner(wl); ok {
 		return copyRef{a: a, name: ref.Name}
 	}
@@ -462,7 +480,7 @@ func (r *Reconciler) copyRefOf(wl *kueue.Workload) copyRef {
 // known, else by listing this manager's copies of every kind in the namespace, past the cache.
 func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader client.Reader, wl types.NamespacedName, ref copyRef) ([]job, error) {
 	var candidates []job
-	if ref.a != nil {
+	if ref.a != nil && ref.name != "" {
 		if !w.Serves(ref.a.GVK()) {
 			return nil, nil
 		}
@@ -472,7 +490,11 @@ func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader c
 		}
 		candidates = append(candidates, job{a: ref.a, obj: j})
 	} else {
-		for _, a := range r.Integrations.Adapters() {
+		kinds := r.Integrations.Adapters()
+		if ref.a != nil {
+			kinds = []integration.Adapter{ref.a}
+		}
+		for _, a := range kinds {
 			if !w.Serves(a.GVK()) {
 				continue
 			}
@@ -530,23 +552,20 @@ func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, 
 
 // removeFrom deletes a workload's copies from one worker: its job copies first, then, once no
 // job copy is kept, its Workload copy (which the agent needs to account for a kept job copy).
+// With keepFinished, the copies stay when every one finished or is finishing (a group's whole
+// run; one member's end alone is not the group's result).
 func (r *Reconciler) removeFrom(ctx context.Context, w *registry.Worker, wl types.NamespacedName, ref copyRef, uid types.UID, keepFinished bool) error {
 	rjobs, err := r.jobCopies(ctx, w, w.Reader, wl, ref)
 	if err != nil {
 		return err
 	}
+	rjobs = slices.DeleteFunc(rjobs, func(j job) bool { return !r.ours(j.obj, uid) })
+	if keepFinished && len(rjobs) > 0 {
+		if keep, err := r.keep(ctx, w, rjobs, uid); err != nil || keep {
+			return cmp.Or(err, errFinishedThere)
+		}
+	}
 	for _, j := range rjobs {
-		if !r.ours(j.obj, uid) {
-			continue
-		}
-		if keepFinished {
-			if st := j.a.Status(j.obj); st.Finished || st.Ending {
-				return errFinishedThere
-			}
-			if unrecorded, err := r.endsNotRecorded(ctx, w, j, uid); err != nil || unrecorded {
-				return cmp.Or(err, errFinishedThere)
-			}
-		}
 		if err := deleteAt(ctx, w, j.obj, true); err != nil {
 			return err
 		}
@@ -559,6 +578,19 @@ func (r *Reconciler) removeFrom(ctx context.Context, w *registry.Worker, wl type
 		return nil
 	}
 	return deleteAt(ctx, w, rwl, false)
+}
+
+// keep says whether every job copy finished or is finishing, by its status or by its pods.
+func (r *Reconciler) keep(ctx context.Context, w *registry.Worker, rjobs []job, uid types.UID) (bool, error) {
+	for _, j := range rjobs {
+		if st := j.a.Status(j.obj); st.Finished || st.Ending {
+			continue
+		}
+		if unrecorded, err := r.endsNotRecorded(ctx, w, j, uid); err != nil || !unrecorded {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // endsNotRecorded says whether a pod of the job copy succeeded and the copy's status does not
@@ -600,14 +632,40 @@ func deleteAt(ctx context.Context, w *registry.Worker, obj client.Object, atVers
 	return nil
 }
 
-// job is a manager workload's job, with its kind's adapter.
+// job is a manager workload's job, with its kind's adapter: one object, or the members of a
+// group (integration.Grouper), each copied to the group's worker.
 type job struct {
 	a   integration.Adapter
-	obj client.Object
+	obj client.Object // the job, or a group's first member
+	// members are a group's objects, sorted by name, and sets the pod set of each; nil for a
+	// job of its own.
+	members []client.Object
+	sets    []kueue.PodSetReference
 }
 
-// managerJob reads the job that owns a workload (nil when it has none, or it is gone).
+// objects are the objects a worker runs copies of: the job, or each member of its group.
+func (j *job) objects() []client.Object {
+	if j.members != nil {
+		return j.members
+	}
+	return []client.Object{j.obj}
+}
+
+// finished reports whether every object has finished.
+func (j *job) finished(objs []client.Object) bool {
+	return !slices.ContainsFunc(objs, func(o client.Object) bool { return !j.a.Status(o).Finished })
+}
+
+// managerJob reads the job that owns a workload, or the members of the group it runs (nil when
+// it has none, or they are gone).
 func (r *Reconciler) managerJob(ctx context.Context, wl *kueue.Workload) (*job, error) {
+	if a, _, ok := jobs.GroupOf(r.Integrations, wl); ok {
+		members, sets, err := jobs.GroupMembers(ctx, r.Client, a, wl)
+		if err != nil || len(members) == 0 {
+			return nil, err
+		}
+		return &job{a: a, obj: members[0], members: members, sets: sets}, nil
+	}
 	ref, a, ok := r.Integrations.Owner(wl)
 	if !ok {
 		return nil, nil
@@ -638,18 +696,32 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 		return nil, err
 	}
 	placements := integration.Placements(wl, flavors, nil)
-	rjob, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(j.obj), j.a.New(), func() (client.Object, error) {
-		return r.remoteJob(wl, j, placements)
-	})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			// The namespace was deleted in the worker since it was seen: create it again.
-			r.namespaceGone(w, wl.Namespace)
+	var rjob client.Object
+	for i, obj := range j.objects() {
+		own, err := j.placementsOf(i, obj, placements)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%s copy: %w", j.a.GVK().Kind, err)
+		c, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(obj), j.a.New(), func() (client.Object, error) {
+			return r.remoteJob(wl, j.a, obj, own)
+		})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				// The namespace was deleted in the worker since it was seen: create it again.
+				r.namespaceGone(w, wl.Namespace)
+			}
+			return nil, fmt.Errorf("%s copy %s: %w", j.a.GVK().Kind, obj.GetName(), err)
+		}
+		if stale, err := r.replaceStale(ctx, w, c, wl.UID); stale || err != nil {
+			return nil, err
+		}
+		rjob = cmp.Or(rjob, c)
 	}
-	if stale, err := r.replaceStale(ctx, w, rjob, wl.UID); stale || err != nil {
-		return nil, err
+	if j.members != nil {
+		// A group's Workload copy is owned by none of its members: the agent finds them by
+		// the workload's UID label, and a member it deletes to stop it must not take the
+		// Workload copy (and the eviction it records) with it.
+		rjob = nil
 	}
 	rwl, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(wl), &kueue.Workload{}, func() (*kueue.Workload, error) {
 		policy, err := r.localPreemption(ctx, wl)
@@ -665,6 +737,25 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 		return nil, err
 	}
 	return rwl, nil
+}
+
+// placementsOf are the placements the copy of the job's i-th object carries: all of them for a
+// job of its own; for a group's member, its pod set's, named after the member's own pod set
+// (the group's Workload counts as many members of that shape as were admitted).
+func (j *job) placementsOf(i int, obj client.Object, placements []integration.PodSetPlacement) ([]integration.PodSetPlacement, error) {
+	if j.members == nil {
+		return placements, nil
+	}
+	p, ok := integration.Find(placements, j.sets[i])
+	if !ok {
+		return nil, fmt.Errorf("%s %s is in pod set %q, which the workload's admission does not have", j.a.GVK().Kind, obj.GetName(), j.sets[i])
+	}
+	own, err := j.a.PodSets(obj)
+	if err != nil || len(own) != 1 {
+		return nil, fmt.Errorf("%s %s: a group's member must have one pod set: %v", j.a.GVK().Kind, obj.GetName(), err)
+	}
+	p.Name, p.Count = own[0].Name, nil
+	return []integration.PodSetPlacement{p}, nil
 }
 
 // getOrCreate reads a copy from the worker's cache, or creates it from build when it is missing.
@@ -704,8 +795,8 @@ func (r *Reconciler) replaceStale(ctx context.Context, w *registry.Worker, obj c
 // remoteJob builds the worker's copy of a job: suspended (the agent starts it when it fits),
 // without the queue label and managedBy, with the pod templates the user wrote plus the admitted
 // placement (flavors' node selector and tolerations, identity labels).
-func (r *Reconciler) remoteJob(wl *kueue.Workload, j *job, placements []integration.PodSetPlacement) (client.Object, error) {
-	c := j.a.Copy(j.obj)
+func (r *Reconciler) remoteJob(wl *kueue.Workload, a integration.Adapter, obj client.Object, placements []integration.PodSetPlacement) (client.Object, error) {
+	c := a.Copy(obj)
 	labels := maps.Clone(c.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}
@@ -720,9 +811,9 @@ func (r *Reconciler) remoteJob(wl *kueue.Workload, j *job, placements []integrat
 	annotations[kueue.MultiKueueOriginUIDAnnotation] = string(wl.UID)
 	annotations[WorkloadNameAnnotation] = wl.Name
 	c.SetAnnotations(annotations)
-	j.a.SetSuspended(c, true)
-	j.a.SetManagedBy(c, "")
-	if err := j.a.ApplyPlacements(c, placements); err != nil {
+	a.SetSuspended(c, true)
+	a.SetManagedBy(c, "")
+	if err := a.ApplyPlacements(c, placements); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -743,9 +834,10 @@ func (r *Reconciler) localPreemption(ctx context.Context, wl *kueue.Workload) (f
 
 func allows(p kueue.PreemptionPolicy) bool { return p != "" && p != kueue.PreemptionPolicyNever }
 
-// remoteWorkload builds the worker's copy of a workload, owned by the job copy: its pod sets'
-// templates carry the admitted placement, and PodSetFlavorsAnnotation the flavors, so the agent
-// needs nothing of the job's kind to fit, count and check its pods.
+// remoteWorkload builds the worker's copy of a workload, owned by the job copy (nil rjob: by
+// no one, for a group): its pod sets' templates carry the admitted placement, and
+// PodSetFlavorsAnnotation the flavors, so the agent needs nothing of the job's kind to fit,
+// count and check its pods.
 func (r *Reconciler) remoteWorkload(wl *kueue.Workload, a integration.Adapter, rjob client.Object, policy fleetq.LocalPreemptionPolicy, placements []integration.PodSetPlacement) (*kueue.Workload, error) {
 	flavors := map[kueue.PodSetReference]map[corev1.ResourceName]kueue.ResourceFlavorReference{}
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
@@ -761,7 +853,7 @@ func (r *Reconciler) remoteWorkload(wl *kueue.Workload, a integration.Adapter, r
 			integration.Inject(&spec.PodSets[i].Template, p.Placement)
 		}
 	}
-	return &kueue.Workload{
+	rwl := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: wl.Name, Namespace: wl.Namespace,
 			Labels: map[string]string{kueue.MultiKueueOriginLabel: r.Origin},
@@ -771,13 +863,20 @@ func (r *Reconciler) remoteWorkload(wl *kueue.Workload, a integration.Adapter, r
 				fleetq.LocalPreemptionAnnotation:    string(policy),
 				fleetq.PodSetFlavorsAnnotation:      string(flavorsJSON),
 			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: a.GVK().GroupVersion().String(), Kind: a.GVK().Kind, Name: rjob.GetName(), UID: rjob.GetUID(),
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
 		},
 		Spec: spec,
-	}, nil
+	}
+	if rjob != nil {
+		rwl.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: a.GVK().GroupVersion().String(), Kind: a.GVK().Kind, Name: rjob.GetName(), UID: rjob.GetUID(),
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}}
+	} else if g, ok := a.(integration.Grouper); ok {
+		// A group's copy: the agent knows it by the group label and runs every copy of the
+		// kind that carries the workload's UID label.
+		rwl.Labels[g.GroupLabel()] = wl.Labels[g.GroupLabel()]
+	}
+	return rwl, nil
 }
 
 // follow turns the worker's verdict on its copy into the admission check.
@@ -1020,13 +1119,13 @@ func (r *Reconciler) endRun(ctx context.Context, wl *kueue.Workload, check kueue
 	return nil
 }
 
-// writeMirror writes the copy's status into the management cluster's job (an update, not a
+// writeMirror writes a copy's status into the management cluster's object (an update, not a
 // merge patch: lists such as a Job's uncountedTerminatedPods must match the copy exactly).
-func (r *Reconciler) writeMirror(ctx context.Context, j *job, remote client.Object) error {
-	if !j.a.MirrorStatus(j.obj, remote) {
+func (r *Reconciler) writeMirror(ctx context.Context, a integration.Adapter, local, remote client.Object) error {
+	if !a.MirrorStatus(local, remote) {
 		return nil
 	}
-	return r.Client.Status().Update(ctx, j.obj)
+	return r.Client.Status().Update(ctx, local)
 }
 
 // soonest shortens a result's requeue to d when d comes first.
@@ -1037,8 +1136,8 @@ func soonest(res reconcile.Result, d time.Duration) reconcile.Result {
 	return res
 }
 
-// mirror copies the worker's job status to the management cluster's job, at most once per
-// MirrorInterval while it runs, at once when it finishes.
+// mirror copies the worker's job status to the management cluster's job (each member's, for a
+// group), at most once per MirrorInterval while it runs, at once when it finishes.
 func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, j *job, res reconcile.Result) (reconcile.Result, error) {
 	if !jobs.Dispatched(j.a, j.obj, wl) {
 		return res, nil
@@ -1053,33 +1152,46 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 		}
 		return soonest(res, time.Second), nil
 	}
-	rjob := j.a.New()
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(j.obj), rjob); err != nil {
-		return res, client.IgnoreNotFound(err)
+	type change struct{ local, remote client.Object }
+	var changes []change
+	var remotes []client.Object
+	for _, obj := range j.objects() {
+		rjob := j.a.New()
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), rjob); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return res, err
+			}
+			continue
+		}
+		if rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
+			continue
+		}
+		remotes = append(remotes, rjob)
+		if probe := obj.DeepCopyObject().(client.Object); j.a.MirrorStatus(probe, rjob) {
+			changes = append(changes, change{obj, rjob})
+		}
 	}
-	if rjob.GetAnnotations()[kueue.MultiKueueOriginUIDAnnotation] != string(wl.UID) {
-		return res, nil
-	}
-	probe := j.obj.DeepCopyObject().(client.Object)
-	if !j.a.MirrorStatus(probe, rjob) {
+	if len(changes) == 0 {
 		return res, nil
 	}
 	key := workload.Key(wl)
-	done := j.a.Status(rjob).Finished
+	done := len(remotes) == len(j.objects()) && j.finished(remotes)
 	r.mu.Lock()
 	wait := r.MirrorInterval - r.Clock.Since(r.lastMirror[key])
 	r.mu.Unlock()
 	if !done && wait > 0 {
 		return soonest(res, wait), nil
 	}
-	if err := r.writeMirror(ctx, j, rjob); err != nil {
-		if apierrors.IsInvalid(err) {
-			// The API server refuses this transition (e.g. a copy that finished as it was
-			// preempted); retrying the same write cannot help, the next change of the copy may.
-			r.Log.Info("Job status not mirrored", "job", client.ObjectKeyFromObject(j.obj), "kind", j.a.GVK().Kind, "cluster", w.Name, "error", err.Error())
-			return soonest(res, 10*time.Second), nil
+	for _, c := range changes {
+		if err := r.writeMirror(ctx, j.a, c.local, c.remote); err != nil {
+			if apierrors.IsInvalid(err) {
+				// The API server refuses this transition (e.g. a copy that finished as it was
+				// preempted); retrying the same write cannot help, the next change of the copy may.
+				r.Log.Info("Job status not mirrored", "job", client.ObjectKeyFromObject(c.local), "kind", j.a.GVK().Kind, "cluster", w.Name, "error", err.Error())
+				return soonest(res, 10*time.Second), nil
+			}
+			return res, fmt.Errorf("mirroring %s %s/%s from worker %s: %w", j.a.GVK().Kind, c.local.GetNamespace(), c.local.GetName(), w.Name, err)
 		}
-		return res, fmt.Errorf("mirroring %s %s/%s from worker %s: %w", j.a.GVK().Kind, j.obj.GetNamespace(), j.obj.GetName(), w.Name, err)
 	}
 	r.mu.Lock()
 	r.lastMirror[key] = r.Clock.Now()

@@ -2,7 +2,9 @@ package multicluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified.
@@ -80,6 +82,36 @@ func gated(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == podintegration.GateName })
 }
 
+// groupMember is a Pod of pod group group, of size Pods, on the multi-cluster team-queue.
+func groupMember(name, group string, size int, gpus int64, runFor string) *corev1.Pod {
+	p := plainPod(name, gpus, runFor)
+	p.Labels[kueue.PodGroupNameLabel] = group
+	p.Annotations[kueue.PodGroupTotalCountAnnotation] = fmt.Sprint(size)
+	return p
+}
+
+// groupWorkload reads a pod group's Workload in the management cluster; nil when there is none.
+func groupWorkload(ctx context.Context, g Gomega, group string) *kueue.Workload {
+	wl := &kueue.Workload{}
+	err := mgmt.Get(ctx, client.ObjectKey{Namespace: "research", Name: group}, wl)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return wl
+}
+
+// groupCopies maps each worker to the members of which it holds a copy.
+func groupCopies(ctx context.Context, g Gomega, members []*corev1.Pod) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range members {
+		for _, w := range podCopies(ctx, g, m) {
+			out[w] = append(out[w], m.Name)
+		}
+	}
+	return out
+}
+
 var _ = Describe("Plain Pods", func() {
 	AfterEach(func(ctx SpecContext) {
 		Expect(mgmt.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("research"), client.MatchingLabels{kueue.QueueNameLabel: "team-queue"})).To(Succeed())
@@ -129,6 +161,78 @@ var _ = Describe("Plain Pods", func() {
 			g.Expect(podIn(ctx, g, worker, p)).To(BeNil(), "the copy in %s is gone", worker)
 			g.Expect(podIn(ctx, g, "management", p)).To(BeNil())
 			g.Expect(workloadOfKind(ctx, p)).To(BeNil(), "the workload goes with its Pod")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("runs a pod group in one A100 worker: no copy until every member exists, all members' copies start together, the group's end is mirrored", func(ctx SpecContext) {
+		members := []*corev1.Pod{groupMember("trainer-0", "trainers", 3, 1, "8s"), groupMember("trainer-1", "trainers", 3, 1, "8s")}
+		for _, m := range members {
+			Expect(mgmt.Create(ctx, m)).To(Succeed())
+		}
+		Consistently(func(g Gomega) {
+			g.Expect(groupWorkload(ctx, g, "trainers")).To(BeNil(), "no Workload for a group that is not whole")
+			g.Expect(groupCopies(ctx, g, members)).To(BeEmpty(), "no copy of a group that is not whole")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+
+		members = append(members, groupMember("trainer-2", "trainers", 3, 1, "8s"))
+		Expect(mgmt.Create(ctx, members[2])).To(Succeed())
+		var worker string
+		Eventually(func(g Gomega) {
+			copies := groupCopies(ctx, g, members)
+			g.Expect(copies).To(HaveLen(1), "every member's copy is in one worker: %v", copies)
+			for w, names := range copies {
+				worker = w
+				g.Expect(names).To(HaveLen(3), "a copy of every member")
+			}
+			for _, m := range members {
+				c := podIn(ctx, g, worker, m)
+				g.Expect(gated(c)).To(BeFalse(), "the agent started %s with the others", m.Name)
+				g.Expect(c.Spec.NodeSelector).To(HaveKeyWithValue(lab.GPUProductLabel, lab.A100), "the admitted flavor's selector is injected")
+				g.Expect(c.Status.Phase).To(Equal(corev1.PodRunning))
+				local := podIn(ctx, g, "management", m)
+				g.Expect(gated(local)).To(BeTrue(), "%s here keeps its gate: it must not run here too", m.Name)
+				g.Expect(local.Status.Phase).To(Equal(corev1.PodRunning), "the copy's phase is mirrored")
+			}
+			wl := groupWorkload(ctx, g, "trainers")
+			g.Expect(wl).NotTo(BeNil())
+			g.Expect(wl.Status.ClusterName).To(HaveValue(Equal(worker)))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Expect(worker).To(BeElementOf("us-east", "us-west"), "the A100 flavor is in us-east and us-west")
+
+		Eventually(func(g Gomega) {
+			for _, m := range members {
+				g.Expect(podIn(ctx, g, "management", m).Status.Phase).To(Equal(corev1.PodSucceeded), "%s's end is mirrored", m.Name)
+			}
+			wl := groupWorkload(ctx, g, "trainers")
+			g.Expect(wl).NotTo(BeNil())
+			c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished)
+			g.Expect(c).NotTo(BeNil(), "conditions: %v", wl.Status.Conditions)
+			g.Expect(c.Message).To(Equal("all 3 Pods of group trainers succeeded"))
+			g.Expect(groupCopies(ctx, g, members)).To(BeEmpty(), "the finished copies are removed")
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	})
+
+	It("removes every copy of a running pod group, and its Workload, when its Pods are deleted", func(ctx SpecContext) {
+		members := []*corev1.Pod{groupMember("sweep-0", "sweep", 2, 2, "1h"), groupMember("sweep-1", "sweep", 2, 2, "1h")}
+		for _, m := range members {
+			Expect(mgmt.Create(ctx, m)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			copies := groupCopies(ctx, g, members)
+			g.Expect(copies).To(HaveLen(1))
+			for w := range copies {
+				for _, m := range members {
+					g.Expect(podIn(ctx, g, w, m).Status.Phase).To(Equal(corev1.PodRunning))
+				}
+			}
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		for _, m := range members {
+			Expect(mgmt.Delete(ctx, m)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(groupCopies(ctx, g, members)).To(BeEmpty(), "every copy is removed")
+			g.Expect(groupWorkload(ctx, g, "sweep")).To(BeNil(), "the group's Workload goes with its Pods")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 })

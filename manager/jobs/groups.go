@@ -123,8 +123,13 @@ func (g group) filter(keep func(member) bool) []member {
 }
 
 func (r *GroupReconciler) read(ctx context.Context, key types.NamespacedName) (group, error) {
-	list := r.Grouper.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{r.Grouper.GroupLabel(): key.Name}); err != nil {
+	return readGroup(ctx, r.Client, r.Adapter, r.Grouper, key, func(obj client.Object) bool { return Managed(obj, r.Config, nil) })
+}
+
+// readGroup lists a group's members (those managed says fleetq manages), sorted by name.
+func readGroup(ctx context.Context, c client.Reader, a integration.Adapter, gr integration.Grouper, key types.NamespacedName, managed func(client.Object) bool) (group, error) {
+	list := gr.NewList()
+	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{gr.GroupLabel(): key.Name}); err != nil {
 		return group{}, fmt.Errorf("listing the members of group %s: %w", key, err)
 	}
 	objs, err := meta.ExtractList(list)
@@ -134,17 +139,42 @@ func (r *GroupReconciler) read(ctx context.Context, key types.NamespacedName) (g
 	g := group{key: key}
 	for _, o := range objs {
 		obj := o.(client.Object)
-		if !Managed(obj, r.Config, nil) {
+		if !managed(obj) {
 			continue
 		}
-		_, size, err := r.Grouper.Group(obj)
+		_, size, err := gr.Group(obj)
 		if err != nil {
 			continue // its webhook refused it; one from before fleetq ran is not a member
 		}
-		g.members = append(g.members, member{obj: obj, status: r.Adapter.Status(obj), size: size, started: !r.Adapter.Suspended(obj)})
+		g.members = append(g.members, member{obj: obj, status: a.Status(obj), size: size, started: !a.Suspended(obj)})
 	}
 	slices.SortFunc(g.members, func(a, b member) int { return strings.Compare(a.obj.GetName(), b.obj.GetName()) })
 	return g, nil
+}
+
+// GroupMembers lists the members of a group's Workload that count toward its size (not leaving,
+// not failed), sorted by name, with the pod set each is in: dispatch copies each of them to the
+// group's worker. The members are those the manager's cache holds (it caches only the objects
+// fleetq manages).
+func GroupMembers(ctx context.Context, c client.Reader, a integration.Adapter, wl *kueue.Workload) ([]client.Object, []kueue.PodSetReference, error) {
+	gr, ok := a.(integration.Grouper)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s is not a kind whose objects form groups", a.GVK().Kind)
+	}
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Labels[gr.GroupLabel()]}
+	g, err := readGroup(ctx, c, a, gr, key, func(client.Object) bool { return true })
+	if err != nil {
+		return nil, nil, err
+	}
+	var objs []client.Object
+	for _, m := range g.filter(member.counts) {
+		objs = append(objs, m.obj)
+	}
+	if len(objs) == 0 {
+		return nil, nil, nil
+	}
+	_, sets := gr.GroupPodSets(objs)
+	return objs, sets, nil
 }
 
 func (r *GroupReconciler) reconcile(ctx context.Context, key types.NamespacedName) error {
@@ -180,6 +210,10 @@ func (r *GroupReconciler) reconcile(ctx context.Context, key types.NamespacedNam
 	switch {
 	case !workload.HasQuotaReservation(wl):
 		return r.pending(ctx, g, wl)
+	case workload.ClusterName(wl) != "":
+		// Dispatched: copies of its members run in that worker, and dispatch starts, stops and
+		// requeues them; the members here stay gated (their status mirrors the copies').
+		return nil
 	case workload.IsEvicted(wl) || !workload.IsActive(wl):
 		return r.stop(ctx, g, wl)
 	case workload.IsAdmitted(wl):
@@ -326,9 +360,6 @@ func (r *GroupReconciler) pending(ctx context.Context, g group, wl *kueue.Worklo
 // start lets the group's members run with their pod set's placement, as many of each pod set as
 // were admitted; a member over that stays held.
 func (r *GroupReconciler) start(ctx context.Context, g group, wl *kueue.Workload) error {
-	if workload.ClusterName(wl) != "" {
-		return nil // placed on a worker, where a group cannot go: the workloads controller says so
-	}
 	ms := g.filter(member.counts)
 	if !slices.ContainsFunc(g.members, func(m member) bool { return m.started }) && !r.whole(g, wl) {
 		// A member left between admission and start: requeued, so no part of the group runs.

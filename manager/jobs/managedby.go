@@ -14,12 +14,9 @@ import (
 // MultiKueue runs nowhere on a local queue. "" means it can run. A workload without the
 // annotation (created directly, not for a job) is not checked.
 func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, clusterQueue string, multi bool) string {
-	if a, name, ok := groupOf(integrations, wl); ok {
-		// A group's workload is several objects, and dispatch copies one job per workload.
-		if multi {
-			return fmt.Sprintf("ClusterQueue %s runs its workloads in worker clusters, but the %ss of group %s run only in the cluster they were created in; submit them through a LocalQueue of a ClusterQueue without a MultiKueue admission check, or run them as a Job or JobSet",
-				clusterQueue, a.GVK().Kind, name)
-		}
+	if _, _, ok := GroupOf(integrations, wl); ok {
+		// A group's members have no managedBy: they stay gated here while their copies run in a
+		// worker, or start here on a local queue.
 		return ""
 	}
 	managedBy, ok := wl.Annotations[fleetq.JobManagedByAnnotation]
@@ -51,8 +48,9 @@ func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, cl
 	return ""
 }
 
-// groupOf returns the kind and name of the group a group's Workload (GroupReconciler) runs.
-func groupOf(integrations *integration.Registry, wl *kueue.Workload) (integration.Adapter, string, bool) {
+// GroupOf returns the kind and name of the group a group's Workload (GroupReconciler) runs, for
+// dispatch, which copies every member of a group.
+func GroupOf(integrations *integration.Registry, wl *kueue.Workload) (integration.Adapter, string, bool) {
 	if integrations == nil {
 		return nil, "", false
 	}

@@ -48,11 +48,10 @@ func TestManagedByProblem(t *testing.T) {
 			want: []string{"runs its workloads in this cluster", "no controller here would run it", "point LocalQueue team-queue at a multi-cluster ClusterQueue"}},
 		"plain Pod on a multi-cluster queue (held gated here)": {wl: ownedPod(), multi: true},
 		"plain Pod on a local queue":                           {wl: ownedPod()},
-		"pod group on a multi-cluster queue": {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kueue.PodGroupNameLabel: "trainers"}}}, multi: true,
-			want: []string{"ClusterQueue cq runs its workloads in worker clusters, but the Pods of group trainers run only in the cluster they were created in", "or run them as a Job or JobSet"}},
-		"pod group on a local queue":              {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kueue.PodGroupNameLabel: "trainers"}}}},
-		"a workload without a job is not checked": {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: by("x")}}, multi: true},
-		"a workload from before the annotation":   {wl: owned(nil), multi: true},
+		"pod group on a multi-cluster queue (held gated here)": {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kueue.PodGroupNameLabel: "trainers"}}}, multi: true},
+		"pod group on a local queue":                           {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kueue.PodGroupNameLabel: "trainers"}}}},
+		"a workload without a job is not checked":              {wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: by("x")}}, multi: true},
+		"a workload from before the annotation":                {wl: owned(nil), multi: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

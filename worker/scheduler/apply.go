@@ -231,32 +231,43 @@ func (s *Scheduler) patchStatus(ctx context.Context, orig, changed *kueue.Worklo
 	return fmt.Errorf("workload %q: patch status: %w", workload.Key(orig), err)
 }
 
-// setSuspend suspends or starts a copy's job when it is not so already. A started copy of a kind
-// that cannot be held again (a Pod) is deleted instead, unless it finished: the manager requeues
-// its workload, whose gated Pod never ran in the management cluster.
+// setSuspend suspends or starts a copy's job (every member, for a group) when it is not so
+// already.
 func (s *Scheduler) setSuspend(ctx context.Context, c *copyState, suspend bool) error {
-	if c.job == nil || c.a.Suspended(c.job) == suspend {
+	var errs []error
+	for _, obj := range c.objects() {
+		errs = append(errs, s.setSuspendOne(ctx, c.a, obj, suspend))
+	}
+	return errors.Join(errs...)
+}
+
+// setSuspendOne suspends or starts one job copy. A started copy of a kind that cannot be held
+// again (a Pod) is deleted instead, unless it finished: the manager requeues its workload, whose
+// gated Pod never ran in the management cluster.
+func (s *Scheduler) setSuspendOne(ctx context.Context, a integration.Adapter, obj client.Object, suspend bool) error {
+	name := obj.GetNamespace() + "/" + obj.GetName()
+	if a.Suspended(obj) == suspend || obj.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	if suspend && integration.StopsByDeletion(c.a) {
-		if c.job.GetDeletionTimestamp() != nil || c.a.Status(c.job).Finished {
+	if suspend && integration.StopsByDeletion(a) {
+		if a.Status(obj).Finished {
 			return nil
 		}
-		err := s.Client.Delete(ctx, c.job, client.Preconditions{UID: ptr.To(c.job.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		err := s.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s %q: delete to stop it: %w", c.a.GVK().Kind, c.job.GetNamespace()+"/"+c.job.GetName(), err)
+			return fmt.Errorf("%s %q: delete to stop it: %w", a.GVK().Kind, name, err)
 		}
-		s.Log.Info("Copy deleted to stop it: a started one cannot be held again", "kind", c.a.GVK().Kind, "job", c.job.GetNamespace()+"/"+c.job.GetName())
+		s.Log.Info("Copy deleted to stop it: a started one cannot be held again", "kind", a.GVK().Kind, "job", name)
 		return nil
 	}
-	changed := c.job.DeepCopyObject().(client.Object)
-	c.a.SetSuspended(changed, suspend)
-	if err := s.Client.Patch(ctx, changed, client.MergeFrom(c.job)); apierrors.IsNotFound(err) {
+	changed := obj.DeepCopyObject().(client.Object)
+	a.SetSuspended(changed, suspend)
+	if err := s.Client.Patch(ctx, changed, client.MergeFrom(obj)); apierrors.IsNotFound(err) {
 		return errStale
 	} else if err != nil {
-		return fmt.Errorf("%s %q: set suspended=%t: %w", c.a.GVK().Kind, c.job.GetNamespace()+"/"+c.job.GetName(), suspend, err)
+		return fmt.Errorf("%s %q: set suspended=%t: %w", a.GVK().Kind, name, suspend, err)
 	}
-	c.a.SetSuspended(c.job, suspend)
+	a.SetSuspended(obj, suspend)
 	return nil
 }
 

@@ -26,8 +26,12 @@ import (
 type copyState struct {
 	wl *kueue.Workload
 	// job is the job copy that owns the Workload, and a its kind's adapter; nil when missing.
+	// For a group's copy, job is its first member.
 	job client.Object
 	a   integration.Adapter
+	// members are a group's member copies (integration.Grouper), sorted by name; nil for a job
+	// of its own.
+	members []client.Object
 	// invalid says why the copy cannot be admitted at all (no job, no ClusterQueue annotation).
 	invalid string
 	// finished is the Finished condition the job's state calls for, if the job finished.
@@ -93,6 +97,77 @@ func (s *Scheduler) ownerJob(wl *kueue.Workload, jobs map[jobKey]client.Object) 
 	return j, a
 }
 
+// objects are what the agent starts and stops for a copy: its job, or every member of its group.
+func (c *copyState) objects() []client.Object {
+	switch {
+	case c.members != nil:
+		return c.members
+	case c.job != nil:
+		return []client.Object{c.job}
+	}
+	return nil
+}
+
+// memberKey names the member copies of one group's workload: their kind and the management
+// cluster Workload's UID their labels carry.
+type memberKey struct {
+	gvk schema.GroupVersionKind
+	uid types.UID
+}
+
+// groupMembers indexes the copies of grouping kinds (integration.Grouper) by the workload UID
+// label the manager put on each member, sorted by name.
+func (s *Scheduler) groupMembers(jobs map[jobKey]client.Object) map[memberKey][]client.Object {
+	out := map[memberKey][]client.Object{}
+	for k, j := range jobs {
+		a, ok := s.Integrations.ForGVK(k.gvk)
+		if _, grouper := a.(integration.Grouper); !ok || !grouper {
+			continue
+		}
+		if uid := j.GetLabels()[fleetq.WorkloadUIDLabel]; uid != "" && j.GetDeletionTimestamp() == nil {
+			mk := memberKey{k.gvk, types.UID(uid)}
+			out[mk] = append(out[mk], j)
+		}
+	}
+	for _, ms := range out {
+		sort.Slice(ms, func(i, j int) bool { return ms[i].GetName() < ms[j].GetName() })
+	}
+	return out
+}
+
+// groupOf returns the grouping kind of a group's Workload copy (the manager labels it with the
+// kind's group label and owns it by none of its members).
+func (s *Scheduler) groupOf(wl *kueue.Workload) (integration.Adapter, string, bool) {
+	for _, a := range s.Integrations.Adapters() {
+		if g, ok := a.(integration.Grouper); ok && wl.Labels[g.GroupLabel()] != "" {
+			return a, wl.Labels[g.GroupLabel()], true
+		}
+	}
+	return nil, "", false
+}
+
+// groupFinished is the Finished condition of a group's copy once every member there ended.
+func groupFinished(c *copyState, name string, size int32) *finish {
+	if int32(len(c.members)) < size {
+		return nil
+	}
+	failed := 0
+	for _, m := range c.members {
+		st := c.a.Status(m)
+		if !st.Finished {
+			return nil
+		}
+		if st.Failed {
+			failed++
+		}
+	}
+	kind := c.a.GVK().Kind
+	if failed > 0 {
+		return &finish{kueue.WorkloadFinishedReasonFailed, fmt.Sprintf("%d of the %d %ss of group %s failed", failed, len(c.members), kind, name)}
+	}
+	return &finish{kueue.WorkloadFinishedReasonSucceeded, fmt.Sprintf("all %d %ss of group %s succeeded", len(c.members), kind, name)}
+}
+
 // podSetFlavors reads the flavors the manager admitted each pod set's resources with.
 func podSetFlavors(wl *kueue.Workload) map[kueue.PodSetReference]map[corev1.ResourceName]kueue.ResourceFlavorReference {
 	out := map[kueue.PodSetReference]map[corev1.ResourceName]kueue.ResourceFlavorReference{}
@@ -147,6 +222,12 @@ func expectedPods(c *copyState, ps *kueue.PodSet) int32 {
 	if r, ok := c.a.(integration.Reclaimer); ok && c.job != nil {
 		n = max(0, n-r.ReclaimablePods(c.job)[ps.Name])
 	}
+	for _, m := range c.members {
+		// A group's member that ended needs no room any more.
+		if m.GetLabels()[fleetq.PodSetLabel] == string(ps.Name) && c.a.Status(m).Finished {
+			n = max(0, n-1)
+		}
+	}
 	return n
 }
 
@@ -159,19 +240,43 @@ func admittedAt(wl *kueue.Workload) time.Time {
 }
 
 // readCopy classifies one copy for this pass.
-func (s *Scheduler) readCopy(wl *kueue.Workload, jobs map[jobKey]client.Object, usage map[types.UID]*podUsage, flavors []*kueue.ResourceFlavor) *copyState {
+func (s *Scheduler) readCopy(wl *kueue.Workload, jobs map[jobKey]client.Object, members map[memberKey][]client.Object, usage map[types.UID]*podUsage, flavors []*kueue.ResourceFlavor) *copyState {
 	c := &copyState{wl: wl}
 	c.job, c.a = s.ownerJob(wl, jobs)
+	ga, group, grouped := s.groupOf(wl)
+	var size int32
+	if grouped {
+		c.a = ga
+		c.members = members[memberKey{ga.GVK(), types.UID(wl.Annotations[fleetq.OriginUIDAnnotation])}]
+		if c.members == nil {
+			c.members = []client.Object{}
+		}
+		c.job = nil
+		if len(c.members) > 0 {
+			c.job = c.members[0]
+		}
+		for _, ps := range wl.Spec.PodSets {
+			size += ps.Count
+		}
+	}
 	switch {
+	case grouped:
+		if int32(len(c.members)) < size && !workload.HasQuotaReservation(wl) {
+			// All of a group's members start together: none before every copy is here.
+			c.invalid = fmt.Sprintf("waiting for the copies of group %s's members: %d of %d %ss are here", group, len(c.members), size, ga.GVK().Kind)
+		}
 	case c.job == nil:
 		c.invalid = fmt.Sprintf("waiting for its job: no copy of an integrated kind with label %s=%s owns it", fleetq.OriginLabel, s.Origin)
 		if ref := metaOwner(wl); ref != "" {
 			c.invalid = fmt.Sprintf("waiting for its job: no %s with label %s=%s owns it", ref, fleetq.OriginLabel, s.Origin)
 		}
-	case wl.Annotations[fleetq.OriginClusterQueueAnnotation] == "":
+	}
+	if c.invalid == "" && wl.Annotations[fleetq.OriginClusterQueueAnnotation] == "" {
 		c.invalid = fmt.Sprintf("cannot admit: annotation %s (the origin ClusterQueue) is missing", fleetq.OriginClusterQueueAnnotation)
 	}
-	if c.job != nil {
+	if grouped {
+		c.finished = groupFinished(c, group, size)
+	} else if c.job != nil {
 		if st := c.a.Status(c.job); st.Finished {
 			c.finished = &finish{st.FinishedReason(), orDefault(st.Message, c.a.GVK().Kind+" finished")}
 		}

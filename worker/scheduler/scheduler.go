@@ -308,9 +308,10 @@ func (s *Scheduler) read(ctx context.Context) (*passInput, error) {
 	}
 	in := &passInput{nodes: capacity.Nodes(nodePtrs, podPtrs)}
 	usage := usageByWorkload(podPtrs)
+	members := s.groupMembers(jobs)
 	in.flavors = sortedFlavors(flavors.Items)
 	for i := range wls.Items {
-		in.copies = append(in.copies, s.readCopy(&wls.Items[i], jobs, usage, in.flavors))
+		in.copies = append(in.copies, s.readCopy(&wls.Items[i], jobs, members, usage, in.flavors))
 	}
 	return in, nil
 }

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +31,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	podintegration "github.com/fleetq/fleetq/internal/integration/pod"
 	"github.com/fleetq/fleetq/worker/capacity"
 	"github.com/fleetq/fleetq/worker/fencing"
 )
@@ -130,7 +134,7 @@ type harness struct {
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h := &harness{t: t, clock: clocktesting.NewFakeClock(t0)}
 	h.c = fake.NewClientBuilder().WithScheme(scheme()).WithObjects(objs...).WithStatusSubresource(&kueue.Workload{}).Build()
-	integrations, err := integration.NewRegistry(batchjob.Adapter{})
+	integrations, err := integration.NewRegistry(batchjob.Adapter{}, podintegration.Adapter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,4 +332,124 @@ func TestFencesOnItsOwnClock(t *testing.T) {
 	h.pass()
 	expect(t, "b admitted after a renewal", "suspended=false QuotaReserved=True/Admitted Admitted=True/Admitted admission", h.state("b"))
 	expect(t, "a stays fenced", "suspended=true QuotaReserved=False/Pending Admitted=False/NoReservation Evicted=True/Fenced", h.state("a"))
+}
+
+// groupCopy makes the Workload copy of pod group name as dispatch creates it (owned by none of
+// its members, labelled with the group), and its members' gated Pod copies.
+func groupCopy(name string, size int, gpus int64) (*kueue.Workload, []*corev1.Pod) {
+	origin := "origin-uid-" + name
+	wl := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team", Name: name, UID: types.UID("wl-uid-" + name), CreationTimestamp: metav1.NewTime(t0),
+			Labels: map[string]string{fleetq.OriginLabel: "mgr", kueue.PodGroupNameLabel: name},
+			Annotations: map[string]string{
+				fleetq.OriginClusterQueueAnnotation: "cq",
+				fleetq.OriginUIDAnnotation:          origin,
+				fleetq.PodSetFlavorsAnnotation:      `{"role":{"nvidia.com/gpu":"a100"}}`,
+			},
+		},
+		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: "role", Count: int32(size), Template: podTemplate(gpus)}}},
+	}
+	var pods []*corev1.Pod
+	for i := range size {
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: fmt.Sprintf("%s-%d", name, i), Labels: map[string]string{
+				fleetq.OriginLabel: "mgr", kueue.PodGroupNameLabel: name, fleetq.WorkloadUIDLabel: origin, fleetq.PodSetLabel: "role",
+			}},
+			Spec: corev1.PodSpec{
+				SchedulingGates: []corev1.PodSchedulingGate{{Name: podintegration.GateName}},
+				NodeSelector:    map[string]string{"gpu": "a100"}, Containers: podTemplate(gpus).Spec.Containers,
+			},
+		})
+	}
+	return wl, pods
+}
+
+// gates says, member by member, whether each of a group's Pod copies is still gated ("-" once
+// it is gone).
+func (h *harness) gates(pods []*corev1.Pod) string {
+	h.t.Helper()
+	var out []string
+	for _, p := range pods {
+		cur := &corev1.Pod{}
+		switch err := h.c.Get(context.Background(), client.ObjectKeyFromObject(p), cur); {
+		case apierrors.IsNotFound(err):
+			out = append(out, "-")
+		case err != nil:
+			h.t.Fatal(err)
+		default:
+			out = append(out, fmt.Sprint(podintegration.Adapter{}.Suspended(cur)))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func (h *harness) condition(name, typ string) string {
+	h.t.Helper()
+	wl := &kueue.Workload{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: "team", Name: name}, wl); err != nil {
+		h.t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, typ); c != nil {
+		return string(c.Status) + "/" + c.Reason
+	}
+	return ""
+}
+
+func TestStartsAGroupsMembersTogetherOnceEveryCopyIsHere(t *testing.T) {
+	wl, pods := groupCopy("trainers", 3, 2)
+	h := newHarness(t, node("n0"), flavor(), wl, pods[0], pods[1])
+
+	h.pass()
+	expect(t, "members with one copy missing", "true true -", h.gates(pods))
+	expect(t, "why it waits", "waiting for the copies of group trainers's members: 2 of 3 Pods are here", h.message("trainers", kueue.WorkloadQuotaReserved))
+
+	if err := h.c.Create(context.Background(), pods[2]); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	expect(t, "every member started at once", "false false false", h.gates(pods))
+	expect(t, "admitted", "True/Admitted", h.condition("trainers", kueue.WorkloadAdmitted))
+	expect(t, "published reservation", published{Reserved: map[string]capacity.Amounts{"n0": {gpu: 6, corev1.ResourcePods: 3}}}, h.last)
+
+	// Two members end: the group has not, and still holds the room of the one that runs.
+	for _, p := range pods[:2] {
+		cur := &corev1.Pod{}
+		_ = h.c.Get(context.Background(), client.ObjectKeyFromObject(p), cur)
+		cur.Status.Phase = corev1.PodSucceeded
+		if err := h.c.Status().Update(context.Background(), cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.pass()
+	expect(t, "not finished while a member runs", "", h.condition("trainers", kueue.WorkloadFinished))
+	expect(t, "room of the member that has not bound", published{Reserved: map[string]capacity.Amounts{"n0": {gpu: 2, corev1.ResourcePods: 1}}}, h.last)
+
+	cur := &corev1.Pod{}
+	_ = h.c.Get(context.Background(), client.ObjectKeyFromObject(pods[2]), cur)
+	cur.Status.Phase = corev1.PodFailed
+	if err := h.c.Status().Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	expect(t, "finished once every member ended", "True/Failed", h.condition("trainers", kueue.WorkloadFinished))
+	expect(t, "says which failed", "1 of the 3 Pods of group trainers failed", h.message("trainers", kueue.WorkloadFinished))
+}
+
+func TestStopsAnEvictedGroupByDeletingEveryStartedMember(t *testing.T) {
+	wl, pods := groupCopy("trainers", 2, 4)
+	h := newHarness(t, node("n0"), flavor(), wl, pods[0], pods[1])
+	h.pass()
+	expect(t, "started", "false false", h.gates(pods))
+
+	cur := &kueue.Workload{}
+	_ = h.c.Get(context.Background(), client.ObjectKeyFromObject(wl), cur)
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Fenced", Message: "test"})
+	if err := h.c.Status().Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	expect(t, "a started Pod cannot be gated again: every member is deleted", "- -", h.gates(pods))
+	h.pass()
+	expect(t, "released once its members are gone", "False/Pending", h.condition("trainers", kueue.WorkloadQuotaReserved))
 }
