@@ -715,7 +715,9 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 		if stale, err := r.replaceStale(ctx, w, c, wl.UID); stale || err != nil {
 			return nil, err
 		}
-		rjob = cmp.Or(rjob, c)
+		if rjob == nil {
+			rjob = c
+		}
 	}
 	if j.members != nil {
 		// A group's Workload copy is owned by none of its members: the agent finds them by
