@@ -146,26 +146,33 @@ func (s *Scheduler) groupOf(wl *kueue.Workload) (integration.Adapter, string, bo
 	return nil, "", false
 }
 
-// groupFinished is the Finished condition of a group's copy once every member there ended.
+// groupFinished is the Finished condition of a group's copy, by the rule the manager's group
+// controller applies to the members here: once size members succeeded, or once a member that
+// says it must not be retried (kueue.x-k8s.io/retriable-in-group: "false") ended and none runs.
+// A member that failed otherwise waits for its replacement, whose copy joins the group.
 func groupFinished(c *copyState, name string, size int32) *finish {
-	if int32(len(c.members)) < size {
-		return nil
-	}
-	failed := 0
+	succeeded, running, final := 0, 0, ""
 	for _, m := range c.members {
 		st := c.a.Status(m)
-		if !st.Finished {
-			return nil
+		switch {
+		case !st.Finished:
+			running++
+		case !st.Failed:
+			succeeded++
 		}
-		if st.Failed {
-			failed++
+		if st.Finished && m.GetAnnotations()[kueue.RetriableInGroupAnnotation] == "false" {
+			final = m.GetName()
 		}
 	}
 	kind := c.a.GVK().Kind
-	if failed > 0 {
-		return &finish{kueue.WorkloadFinishedReasonFailed, fmt.Sprintf("%d of the %d %ss of group %s failed", failed, len(c.members), kind, name)}
+	switch {
+	case int32(succeeded) >= size:
+		return &finish{kueue.WorkloadFinishedReasonSucceeded, fmt.Sprintf("all %d %ss of group %s succeeded", succeeded, kind, name)}
+	case final != "" && running == 0:
+		return &finish{kueue.WorkloadFinishedReasonFailed, fmt.Sprintf("group %s ended without succeeding: %d of its %d %ss succeeded, and %s says %s: false",
+			name, succeeded, size, kind, final, kueue.RetriableInGroupAnnotation)}
 	}
-	return &finish{kueue.WorkloadFinishedReasonSucceeded, fmt.Sprintf("all %d %ss of group %s succeeded", len(c.members), kind, name)}
+	return nil
 }
 
 // podSetFlavors reads the flavors the manager admitted each pod set's resources with.

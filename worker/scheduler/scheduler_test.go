@@ -414,26 +414,55 @@ func TestStartsAGroupsMembersTogetherOnceEveryCopyIsHere(t *testing.T) {
 
 	// Two members end: the group has not, and still holds the room of the one that runs.
 	for _, p := range pods[:2] {
-		cur := &corev1.Pod{}
-		_ = h.c.Get(context.Background(), client.ObjectKeyFromObject(p), cur)
-		cur.Status.Phase = corev1.PodSucceeded
-		if err := h.c.Status().Update(context.Background(), cur); err != nil {
-			t.Fatal(err)
-		}
+		h.setPhase(p, corev1.PodSucceeded)
 	}
 	h.pass()
 	expect(t, "not finished while a member runs", "", h.condition("trainers", kueue.WorkloadFinished))
 	expect(t, "room of the member that has not bound", published{Reserved: map[string]capacity.Amounts{"n0": {gpu: 2, corev1.ResourcePods: 1}}}, h.last)
 
-	cur := &corev1.Pod{}
-	_ = h.c.Get(context.Background(), client.ObjectKeyFromObject(pods[2]), cur)
-	cur.Status.Phase = corev1.PodFailed
-	if err := h.c.Status().Update(context.Background(), cur); err != nil {
+	h.setPhase(pods[2], corev1.PodFailed)
+	h.pass()
+	expect(t, "a failed member waits for its replacement", "", h.condition("trainers", kueue.WorkloadFinished))
+
+	replacement := pods[2].DeepCopy()
+	replacement.Name, replacement.ResourceVersion = "trainers-3", ""
+	if err := h.c.Create(context.Background(), replacement); err != nil {
 		t.Fatal(err)
 	}
 	h.pass()
-	expect(t, "finished once every member ended", "True/Failed", h.condition("trainers", kueue.WorkloadFinished))
-	expect(t, "says which failed", "1 of the 3 Pods of group trainers failed", h.message("trainers", kueue.WorkloadFinished))
+	expect(t, "the replacement's copy starts in the admitted group", "false", h.gates([]*corev1.Pod{replacement}))
+	h.setPhase(replacement, corev1.PodSucceeded)
+	h.pass()
+	expect(t, "finished once size members succeeded", "True/Succeeded", h.condition("trainers", kueue.WorkloadFinished))
+	expect(t, "its message", "all 3 Pods of group trainers succeeded", h.message("trainers", kueue.WorkloadFinished))
+}
+
+func TestEndsAGroupWhoseMemberMustNotBeRetried(t *testing.T) {
+	wl, pods := groupCopy("trainers", 2, 1)
+	pods[1].Annotations = map[string]string{kueue.RetriableInGroupAnnotation: "false"}
+	h := newHarness(t, node("n0"), flavor(), wl, pods[0], pods[1])
+	h.pass()
+	h.setPhase(pods[1], corev1.PodFailed)
+	h.pass()
+	expect(t, "not while the other member runs", "", h.condition("trainers", kueue.WorkloadFinished))
+	h.setPhase(pods[0], corev1.PodSucceeded)
+	h.pass()
+	expect(t, "failed once none runs", "True/Failed", h.condition("trainers", kueue.WorkloadFinished))
+	expect(t, "says why", "group trainers ended without succeeding: 1 of its 2 Pods succeeded, and trainers-1 says kueue.x-k8s.io/retriable-in-group: false",
+		h.message("trainers", kueue.WorkloadFinished))
+}
+
+// setPhase sets a Pod copy's phase, as its kubelet would.
+func (h *harness) setPhase(p *corev1.Pod, phase corev1.PodPhase) {
+	h.t.Helper()
+	cur := &corev1.Pod{}
+	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err != nil {
+		h.t.Fatal(err)
+	}
+	cur.Status.Phase = phase
+	if err := h.c.Status().Update(context.Background(), cur); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func TestStopsAnEvictedGroupByDeletingEveryStartedMember(t *testing.T) {
