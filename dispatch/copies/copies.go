@@ -109,12 +109,23 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pendingSince, r.lastMirror, r.unregistered = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	r.namespaces = map[string]string{}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dispatch").
 		For(&kueue.Workload{}).
-		WatchesRawSource(source.Channel(r.Remote, &handler.TypedEnqueueRequestForObject[*kueue.Workload]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		Complete(r)
+		WatchesRawSource(source.Channel(r.Remote, &handler.TypedEnqueueRequestForObject[*kueue.Workload]{}))
+	for _, a := range r.Integrations.Adapters() {
+		if g, ok := a.(integration.Grouper); ok {
+			// A member that joins a dispatched group (a failed one's replacement) changes no
+			// Workload: its creation here is what brings its copy.
+			b = b.Watches(a.New(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+				if name := obj.GetLabels()[g.GroupLabel()]; name != "" {
+					return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+				}
+				return nil
+			}))
+		}
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: 8}).Complete(r)
 }
 
 // RemoteChanged is the registry's OnChange hook for copies: it maps a remote Workload or Job to
