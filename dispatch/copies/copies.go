@@ -28,11 +28,13 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -122,6 +124,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 					return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 				}
 				return nil
+			}), builder.WithPredicates(predicate.Funcs{
+				// Updates are mostly this controller's own mirrored status: only a member's
+				// arrival or departure changes what the group's copies must be.
+				UpdateFunc: func(event.UpdateEvent) bool { return false },
 			}))
 		}
 	}
@@ -478,7 +484,7 @@ type copyRef struct {
 // copyRefOf names the job copy of a workload from its owner reference, or the kind of the group
 // it runs.
 func (r *Reconciler) copyRefOf(wl *kueue.Workload) copyRef {
-	if a, _, ok := jobs.GroupOf(r.Integrations, wl); ok {
+	if a, _, ok := r.Integrations.GroupOf(wl); ok {
 		return copyRef{a: a}
 	}
 	if ref, a, ok := r.Integrations.Owner(wl); ok {
@@ -670,7 +676,7 @@ func (j *job) finished(objs []client.Object) bool {
 // managerJob reads the job that owns a workload, or the members of the group it runs (nil when
 // it has none, or they are gone).
 func (r *Reconciler) managerJob(ctx context.Context, wl *kueue.Workload) (*job, error) {
-	if a, _, ok := jobs.GroupOf(r.Integrations, wl); ok {
+	if a, _, ok := r.Integrations.GroupOf(wl); ok {
 		members, sets, err := jobs.GroupMembers(ctx, r.Client, a, wl)
 		if err != nil || len(members) == 0 {
 			return nil, err
@@ -726,15 +732,12 @@ func (r *Reconciler) ensureCopies(ctx context.Context, w *registry.Worker, wl *k
 		if stale, err := r.replaceStale(ctx, w, c, wl.UID); stale || err != nil {
 			return nil, err
 		}
-		if rjob == nil {
-			rjob = c
-		}
-	}
-	if j.members != nil {
 		// A group's Workload copy is owned by none of its members: the agent finds them by
 		// the workload's UID label, and a member it deletes to stop it must not take the
 		// Workload copy (and the eviction it records) with it.
-		rjob = nil
+		if j.members == nil {
+			rjob = c
+		}
 	}
 	rwl, err := getOrCreate(ctx, w, client.ObjectKeyFromObject(wl), &kueue.Workload{}, func() (*kueue.Workload, error) {
 		policy, err := r.localPreemption(ctx, wl)

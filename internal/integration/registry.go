@@ -75,6 +75,18 @@ func (r *Registry) Owner(obj metav1.Object) (*metav1.OwnerReference, Adapter, bo
 	return ref, a, ok
 }
 
+// GroupOf returns the grouping kind and the group name of a group's Workload: the manager's group
+// controller and dispatch label it with the kind's group label (it is owned by none of its
+// members), so the label is how the manager, dispatch and the agent all recognise one.
+func (r *Registry) GroupOf(wl metav1.Object) (Adapter, string, bool) {
+	for _, a := range r.Adapters() {
+		if g, ok := a.(Grouper); ok && wl.GetLabels()[g.GroupLabel()] != "" {
+			return a, wl.GetLabels()[g.GroupLabel()], true
+		}
+	}
+	return nil, "", false
+}
+
 // Select keeps the adapters whose framework names are listed, in the list's order; an unknown
 // name is an error that lists the known ones.
 func Select(available []Adapter, frameworks []string) ([]Adapter, error) {

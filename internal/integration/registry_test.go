@@ -10,6 +10,7 @@ import (
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
 	"github.com/fleetq/fleetq/internal/integration"
 	"github.com/fleetq/fleetq/internal/integration/batchjob"
+	"github.com/fleetq/fleetq/internal/integration/pod"
 )
 
 func TestRegistryRefusesAKindTwice(t *testing.T) {
@@ -63,5 +64,23 @@ func TestPlacementsLabelEveryPodSetWithItsIdentity(t *testing.T) {
 	}
 	if *ps[1].Count != 4 {
 		t.Errorf("count of workers = %d", *ps[1].Count)
+	}
+}
+
+func TestGroupOfKnowsAGroupsWorkloadByItsGroupLabel(t *testing.T) {
+	r, err := integration.NewRegistry(batchjob.Adapter{}, pod.Adapter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: "trainers", Labels: map[string]string{pod.GroupNameLabel: "trainers"}}}
+	a, name, ok := r.GroupOf(wl)
+	if !ok || name != "trainers" || a.GVK().Kind != "Pod" {
+		t.Errorf("GroupOf = %v, %q, %v; want the Pod adapter and group trainers", a, name, ok)
+	}
+	if _, _, ok := r.GroupOf(&kueue.Workload{}); ok {
+		t.Error("a Workload without a group label is a group's")
+	}
+	if _, _, ok := (*integration.Registry)(nil).GroupOf(wl); ok {
+		t.Error("a nil registry knows a group")
 	}
 }

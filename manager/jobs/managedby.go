@@ -14,7 +14,7 @@ import (
 // MultiKueue runs nowhere on a local queue. "" means it can run. A workload without the
 // annotation (created directly, not for a job) is not checked.
 func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, clusterQueue string, multi bool) string {
-	if _, _, ok := GroupOf(integrations, wl); ok {
+	if _, _, ok := integrations.GroupOf(wl); ok {
 		// A group's members have no managedBy: they stay gated here while their copies run in a
 		// worker, or start here on a local queue.
 		return ""
@@ -46,18 +46,4 @@ func ManagedByProblem(integrations *integration.Registry, wl *kueue.Workload, cl
 			clusterQueue, kind, ref.Name, field, managedBy, recreate, field, wl.Spec.QueueName)
 	}
 	return ""
-}
-
-// GroupOf returns the kind and name of the group a group's Workload (GroupReconciler) runs, for
-// dispatch, which copies every member of a group.
-func GroupOf(integrations *integration.Registry, wl *kueue.Workload) (integration.Adapter, string, bool) {
-	if integrations == nil {
-		return nil, "", false
-	}
-	for _, a := range integrations.Adapters() {
-		if g, ok := a.(integration.Grouper); ok && wl.Labels[g.GroupLabel()] != "" {
-			return a, wl.Labels[g.GroupLabel()], true
-		}
-	}
-	return nil, "", false
 }

@@ -25,12 +25,12 @@ import (
 // copyState is one copied Workload with its job and pods, as one pass read them.
 type copyState struct {
 	wl *kueue.Workload
-	// job is the job copy that owns the Workload, and a its kind's adapter; nil when missing.
-	// For a group's copy, job is its first member.
+	// job is the job copy that owns the Workload, and a its kind's adapter; nil when missing
+	// and for a group's copy.
 	job client.Object
 	a   integration.Adapter
-	// members are a group's member copies (integration.Grouper), sorted by name; nil for a job
-	// of its own.
+	// members are a group's member copies (integration.Grouper) that are here, sorted by name;
+	// nil for a job of its own.
 	members []client.Object
 	// invalid says why the copy cannot be admitted at all (no job, no ClusterQueue annotation).
 	invalid string
@@ -99,13 +99,10 @@ func (s *Scheduler) ownerJob(wl *kueue.Workload, jobs map[jobKey]client.Object) 
 
 // objects are what the agent starts and stops for a copy: its job, or every member of its group.
 func (c *copyState) objects() []client.Object {
-	switch {
-	case c.members != nil:
-		return c.members
-	case c.job != nil:
+	if c.job != nil {
 		return []client.Object{c.job}
 	}
-	return nil
+	return c.members
 }
 
 // memberKey names the member copies of one group's workload: their kind and the management
@@ -133,17 +130,6 @@ func (s *Scheduler) groupMembers(jobs map[jobKey]client.Object) map[memberKey][]
 		sort.Slice(ms, func(i, j int) bool { return ms[i].GetName() < ms[j].GetName() })
 	}
 	return out
-}
-
-// groupOf returns the grouping kind of a group's Workload copy (the manager labels it with the
-// kind's group label and owns it by none of its members).
-func (s *Scheduler) groupOf(wl *kueue.Workload) (integration.Adapter, string, bool) {
-	for _, a := range s.Integrations.Adapters() {
-		if g, ok := a.(integration.Grouper); ok && wl.Labels[g.GroupLabel()] != "" {
-			return a, wl.Labels[g.GroupLabel()], true
-		}
-	}
-	return nil, "", false
 }
 
 // groupFinished is the Finished condition of a group's copy, by the rule the manager's group
@@ -249,22 +235,16 @@ func admittedAt(wl *kueue.Workload) time.Time {
 // readCopy classifies one copy for this pass.
 func (s *Scheduler) readCopy(wl *kueue.Workload, jobs map[jobKey]client.Object, members map[memberKey][]client.Object, usage map[types.UID]*podUsage, flavors []*kueue.ResourceFlavor) *copyState {
 	c := &copyState{wl: wl}
-	c.job, c.a = s.ownerJob(wl, jobs)
-	ga, group, grouped := s.groupOf(wl)
+	ga, group, grouped := s.Integrations.GroupOf(wl)
 	var size int32
 	if grouped {
 		c.a = ga
 		c.members = members[memberKey{ga.GVK(), types.UID(wl.Annotations[fleetq.OriginUIDAnnotation])}]
-		if c.members == nil {
-			c.members = []client.Object{}
-		}
-		c.job = nil
-		if len(c.members) > 0 {
-			c.job = c.members[0]
-		}
 		for _, ps := range wl.Spec.PodSets {
 			size += ps.Count
 		}
+	} else {
+		c.job, c.a = s.ownerJob(wl, jobs)
 	}
 	switch {
 	case grouped:
