@@ -136,8 +136,7 @@ func world(t *testing.T) []client.Object {
 			}}}
 			st.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "dispatch", State: kueue.CheckStateReady, Message: "Running in worker us-east"}}
 		}),
-		event("e1", "Workload", workload.NameFor("Job", "train", "uid-running"), "QuotaReserved", "Quota reserved in ClusterQueue research-gpu-cq, placed on worker us-east; pod set main: cpu=2 in a100-flavor nvidia.com/gpu=8 in a100-flavor", 5*time.Minute),
-		event("e2", "Workload", workload.NameFor("Job", "train", "uid-running"), "Placed", "Placed on worker us-east: us-east: chosen (fits on 1 node(s))", 5*time.Minute-time.Second),
+		event("e1", "Workload", workload.NameFor("Job", "train", "uid-running"), "QuotaReserved", "Quota reserved in ClusterQueue research-gpu-cq, placed on worker us-east; pod set main: cpu=2 in a100-flavor nvidia.com/gpu=8 in a100-flavor; Placed on worker us-east: us-east: chosen (fits on 1 node(s))", 5*time.Minute),
 		event("e3", "Job", "train", "Started", "Admitted by clusterQueue research-gpu-cq", 4*time.Minute),
 		event("e4", "Job", "someone-else", "Started", "not ours", time.Minute),
 		job("no-queue", "", "uid-free"),

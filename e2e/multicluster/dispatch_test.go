@@ -63,7 +63,7 @@ var _ = Describe("Dispatch", func() {
 		// Long enough to see it running on a loaded machine, short enough to watch it finish.
 		job := gpuJob{pods: 2, gpus: 1, runFor: "30s"}.create(ctx, "a100-train")
 		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "QuotaReserved"))
 			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(2), "pods in us-east: %s", phases(podsIn(ctx, "us-east", job)))
 			g.Expect(managerJob(ctx, job).Status.Active).To(BeEquivalentTo(2), "the management cluster's job mirrors the worker's")
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
@@ -140,7 +140,7 @@ var _ = Describe("Dispatch", func() {
 
 		job := gpuJob{pods: 1, gpus: 1, product: lab.L4, runFor: "1h"}.create(ctx, "despite-forgery")
 		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("eu-west"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
+			g.Expect(clusterOf(ctx, job)).To(Equal("eu-west"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "QuotaReserved"))
 			g.Expect(runningIn(ctx, "eu-west", job)).To(Equal(1))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})

@@ -101,7 +101,7 @@ func stopAPIServer(ctx SpecContext, worker string) (lab.Faults, time.Time) {
 func onEast(ctx SpecContext, name string) *batchv1.Job {
 	job := gpuJob{pods: 1, gpus: 8, runFor: "1h"}.create(ctx, name)
 	Eventually(func(g Gomega) {
-		g.Expect(clusterOf(ctx, job)).To(Equal("us-east"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "Placed"))
+		g.Expect(clusterOf(ctx, job)).To(Equal("us-east"), "placement: %s (%v)", placementOf(ctx, job), eventNotes(ctx, job, "QuotaReserved"))
 		g.Expect(runningIn(ctx, "us-east", job)).To(Equal(1))
 	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	return job
@@ -372,7 +372,7 @@ var _ = Describe("Worker faults", Ordered, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(clusterOf(ctx, next)).To(Equal("us-west"))
 			g.Expect(runningIn(ctx, "us-west", next)).To(Equal(1))
-			g.Expect(eventNotes(ctx, next, "Placed")).To(ContainElement(ContainSubstring("us-east: its agent left a copy untouched and has not reported since")))
+			g.Expect(eventNotes(ctx, next, "QuotaReserved")).To(ContainElement(ContainSubstring("us-east: its agent left a copy untouched and has not reported since")))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(watcher.Clusters(next.Namespace + "/" + next.Name)).To(Equal([]string{"us-west"}))
 
@@ -427,7 +427,7 @@ var _ = Describe("Worker faults", Ordered, func() {
 		job := gpuJob{pods: 1, gpus: 1, runFor: "1h"}.create(ctx, "refused")
 		// A refusal (4xx) is the worker's lasting answer: placed elsewhere after 15 s.
 		expectRefusedByEast(ctx, job, "which does not take the copy yet: ", "no-jobs", 15*time.Second)
-		Expect(eventNotes(ctx, job, "Placed")).To(ContainElement(ContainSubstring("us-east: refused this workload's copy (")))
+		Expect(eventNotes(ctx, job, "QuotaReserved")).To(ContainElement(ContainSubstring("us-east: refused this workload's copy (")))
 		Expect(watcher.Clusters(job.Namespace + "/" + job.Name)).To(Equal([]string{"us-west"}))
 	})
 
