@@ -29,6 +29,7 @@ func main() {
 	loadBurst := flag.Int("load-burst", 1000, "burst of the bench's own load client")
 	out := flag.String("out", "_bench", "output directory (report.md, CSVs, PNGs, runs/)")
 	timeout := flag.Duration("timeout", 0, "replaces every scenario's timeout (0: each file's own); a run that reaches it is measured as far as it got")
+	logLevel := flag.Int("fleetq-log-level", 0, "log verbosity of fleetq-manager and fleetq-agent (--zap-log-level); 2 shows each eviction and placement decision, to find why a run was slow")
 	keepAudit := flag.Bool("keep-audit", false, "keep the API servers' audit logs beside each run's other logs (runs/<run>/logs)")
 	flag.Parse()
 	// The harness's clients log through controller-runtime; only their errors matter here.
@@ -37,18 +38,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.Bench(ctx, bench.Options{
-		ScenarioFiles: split(*scenarios),
-		Systems:       split(*systems),
-		Runs:          *runs,
-		Scale:         *scale,
-		Timeout:       *timeout,
-		Knobs:         bench.Knobs{QPS: float32(*qps), Burst: int32(*burst)},
-		LoadQPS:       float32(*loadQPS),
-		LoadBurst:     *loadBurst,
-		Out:           *out,
-		KeepAudit:     *keepAudit,
-		Command:       "go run ./cmd/fleetq-bench " + strings.Join(os.Args[1:], " "),
-		Progress:      os.Stderr,
+		ScenarioFiles:  split(*scenarios),
+		Systems:        split(*systems),
+		Runs:           *runs,
+		Scale:          *scale,
+		Timeout:        *timeout,
+		Knobs:          bench.Knobs{QPS: float32(*qps), Burst: int32(*burst)},
+		LoadQPS:        float32(*loadQPS),
+		LoadBurst:      *loadBurst,
+		Out:            *out,
+		KeepAudit:      *keepAudit,
+		FleetqLogLevel: *logLevel,
+		Command:        "go run ./cmd/fleetq-bench " + strings.Join(os.Args[1:], " "),
+		Progress:       os.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fleetq-bench: %v\n", err)

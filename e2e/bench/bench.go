@@ -35,6 +35,8 @@ type Options struct {
 	Out string
 	// KeepAudit keeps every run's API server audit logs beside its other logs (runs/<run>/logs).
 	KeepAudit bool
+	// FleetqLogLevel raises fleetq-manager's and fleetq-agent's log verbosity (0: production's).
+	FleetqLogLevel int
 	// Command is recorded in the report (how to reproduce it).
 	Command  string
 	Progress io.Writer
@@ -85,7 +87,7 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 			}
 			commit := gitCommit()
 			versions = append(versions, "fleetq "+commit+" (built binaries)")
-			systems[name] = func() System { return &Fleetq{Knobs: o.Knobs, BinDir: dir, Commit: commit} }
+			systems[name] = func() System { return &Fleetq{Knobs: o.Knobs, BinDir: dir, Commit: commit, LogLevel: o.FleetqLogLevel} }
 		case "kueue":
 			modDir, err := KueueModuleDir(ctx)
 			if err != nil {

@@ -32,6 +32,8 @@ type Fleetq struct {
 	BinDir string
 	// Commit is the git revision the binaries were built from, for the report.
 	Commit string
+	// LogLevel is the processes' --zap-log-level (0: production's info level).
+	LogLevel int
 
 	procs []Proc
 }
@@ -63,6 +65,15 @@ func (f *Fleetq) Role(_ lab.Role, ua string) string {
 		return "agent"
 	}
 	return ""
+}
+
+// args is a fleetq process's command line: production's log level unless LogLevel is set.
+func (f *Fleetq) args(binary, configFile string) []string {
+	out := []string{filepath.Join(f.BinDir, binary), "--config", configFile}
+	if f.LogLevel > 0 {
+		out = append(out, fmt.Sprintf("--zap-log-level=%d", f.LogLevel))
+	}
+	return out
 }
 
 func (f *Fleetq) Stop(ctx context.Context) error { return stopProcs(ctx, f.procs) }
@@ -118,13 +129,13 @@ func (f *Fleetq) Install(ctx context.Context, env *framework.Environment, s *Sce
 		if err := createAll(ctx, env.Cluster(w.Name).Client(), w.Name, []client.Object{wns}); err != nil {
 			return err
 		}
-		p, err := startProc(env, "agent", w.Name, "fleetq-agent", []string{filepath.Join(f.BinDir, "fleetq-agent"), "--config", file}, nil)
+		p, err := startProc(env, "agent", w.Name, "fleetq-agent", f.args("fleetq-agent", file), nil)
 		if err != nil {
 			return err
 		}
 		f.procs = append(f.procs, p)
 	}
-	p, err := startProc(env, "manager", ManagementCluster, "fleetq-manager", []string{filepath.Join(f.BinDir, "fleetq-manager"), "--config", mgrFile}, nil)
+	p, err := startProc(env, "manager", ManagementCluster, "fleetq-manager", f.args("fleetq-manager", mgrFile), nil)
 	if err != nil {
 		return err
 	}
