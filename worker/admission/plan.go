@@ -19,6 +19,7 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -310,23 +311,29 @@ func (s *state) reserveMissing(c *Copy) map[string]capacity.Amounts {
 		if missing <= 0 {
 			continue
 		}
+		var overflow []nodefit.NodeCount
 		for _, pl := range c.Planned {
 			if pl.PodSet != ps.Name {
 				continue
 			}
 			for _, nc := range pl.Nodes {
-				if _, ok := s.index[nc.Node]; !ok {
+				i, ok := s.index[nc.Node]
+				if !ok {
 					continue
 				}
-				n := min(missing, nc.Count-c.Bound[ps.Name][nc.Node])
-				if n <= 0 {
-					continue
+				want := min(missing, nc.Count-c.Bound[ps.Name][nc.Node])
+				// The kube-scheduler binds pods where it likes: another copy's pod may hold
+				// the room this one was planned on. A reservation kept on a full node is
+				// clamped away in the capacity report, which would then promise room that
+				// is taken, so the pods that no longer fit there are fitted again below.
+				n := min(want, podsFitting(s.now[i], out[nc.Node], ps.Requests))
+				if n > 0 {
+					reserve(out, nc.Node, ps.Requests, n)
+					missing -= n
 				}
-				if out[nc.Node] == nil {
-					out[nc.Node] = capacity.Amounts{}
+				if want > n {
+					overflow = append(overflow, nodefit.NodeCount{Node: nc.Node, Count: want - n})
 				}
-				out[nc.Node].AddScaled(ps.Requests, int64(n))
-				missing -= n
 			}
 		}
 		if missing <= 0 {
@@ -343,9 +350,33 @@ func (s *state) reserveMissing(c *Copy) map[string]capacity.Amounts {
 				}
 				out[node].Add(a)
 			}
+			continue
+		}
+		// No room anywhere: the pods still come, so their room stays reserved where planned.
+		for _, nc := range overflow {
+			reserve(out, nc.Node, ps.Requests, nc.Count)
 		}
 	}
 	return out
+}
+
+// reserve adds n pods' requests to a node's reservation.
+func reserve(out map[string]capacity.Amounts, node string, requests capacity.Amounts, n int32) {
+	if out[node] == nil {
+		out[node] = capacity.Amounts{}
+	}
+	out[node].AddScaled(requests, int64(n))
+}
+
+// podsFitting is how many pods of the requests fit in free, less what is reserved already.
+func podsFitting(free, reserved, requests capacity.Amounts) int32 {
+	n := int64(math.MaxInt32)
+	for r, v := range requests {
+		if v > 0 {
+			n = min(n, max(0, (free[r]-reserved[r])/v))
+		}
+	}
+	return int32(n)
 }
 
 // victims finds the fewest lower-priority admitted copies whose removal lets p fit in the future,

@@ -169,6 +169,27 @@ func TestMake(t *testing.T) {
 				Reserved: map[string]capacity.Amounts{"a": {gpu: 8}},
 			},
 		},
+		"a copy whose planned node another copy's pod took keeps its room on a node that has it": {
+			// second was planned on b, but the kube-scheduler bound its pod on a, where first's
+			// pod was planned and not bound yet: first's pod will go to b, so b is not free.
+			nodes: []capacity.Node{gpuNode("a", 8), gpuNode("b", 0)},
+			copies: []Copy{
+				makeCopy("ns/first").gpus(1, 8).admitted(0).missing(1, "a").obj(),
+				makeCopy("ns/second").gpus(1, 8).admitted(time.Second).runs("a", 1).obj(),
+				makeCopy("ns/new").gpus(1, 8).created(time.Minute).obj(),
+			},
+			want: outcome{
+				Pending:  map[string]string{"ns/new": `no node has room: largest node fit 0 of 8 nvidia.com/gpu`},
+				Reserved: map[string]capacity.Amounts{"b": {gpu: 8}},
+			},
+		},
+		"a copy whose pods have no room anywhere keeps its reservation where it was planned": {
+			nodes: []capacity.Node{gpuNode("a", 8)},
+			copies: []Copy{
+				makeCopy("ns/first").gpus(1, 8).admitted(0).missing(1, "a").obj(),
+			},
+			want: outcome{Reserved: map[string]capacity.Amounts{"a": {gpu: 8}}},
+		},
 		"after a restart, missing pods are placed by nodefit": {
 			nodes: []capacity.Node{gpuNode("a", 4), gpuNode("b", 0)},
 			copies: []Copy{
