@@ -25,12 +25,12 @@ import (
 // Recorder records running intervals of job pods across clusters.
 type Recorder struct {
 	mu sync.Mutex
-	// running maps cluster/namespace/pod to when it started running (observed).
-	running map[string]time.Time
-	// job of each running pod key.
-	job map[string]string
+	// running maps cluster/namespace/pod to the run of a pod seen running and not yet ended.
+	running map[string]run
 	// intervals per job per cluster.
 	intervals map[string]map[string][]interval
+	// excused maps cluster/job to the moment Unobservable was called for them.
+	excused map[string]time.Time
 	// alias maps namespace/uid:<uid> to the job it is (see jobLabels).
 	alias map[string]string
 	// succeeded maps a job to the clusters where its pods succeeded, to those pods' names.
@@ -39,11 +39,19 @@ type Recorder struct {
 	terminating map[string]bool
 }
 
-type interval struct{ from, to time.Time }
+// interval is one pod's running window; created is the pod's creation time, which tells
+// whether Unobservable excuses it.
+type interval struct{ from, to, created time.Time }
+
+// run is a pod seen running: since when, which job, and when the pod was created.
+type run struct {
+	from, created time.Time
+	job           string
+}
 
 // New returns an empty recorder.
 func New() *Recorder {
-	return &Recorder{running: map[string]time.Time{}, job: map[string]string{}, intervals: map[string]map[string][]interval{}, alias: map[string]string{}, succeeded: map[string]map[string]map[string]bool{}, terminating: map[string]bool{}}
+	return &Recorder{running: map[string]run{}, intervals: map[string]map[string][]interval{}, excused: map[string]time.Time{}, alias: map[string]string{}, succeeded: map[string]map[string]map[string]bool{}, terminating: map[string]bool{}}
 }
 
 // Watch records the pods of one cluster until ctx ends. It returns once the first list is
@@ -154,7 +162,7 @@ func (r *Recorder) observe(cluster string, pod *corev1.Pod, deleted bool) {
 	if job == "" {
 		return
 	}
-	start, isRunning := r.running[key]
+	started, isRunning := r.running[key]
 	// A pod being deleted still runs until it is gone or has finished.
 	nowRunning := !deleted && pod.Status.Phase == corev1.PodRunning
 	if pod.DeletionTimestamp != nil {
@@ -171,10 +179,10 @@ func (r *Recorder) observe(cluster string, pod *corev1.Pod, deleted bool) {
 	}
 	switch {
 	case nowRunning && !isRunning:
-		r.running[key], r.job[key] = now, job
+		r.running[key] = run{from: now, created: pod.CreationTimestamp.Time, job: job}
 	case !nowRunning && isRunning:
 		delete(r.running, key)
-		r.add(job, cluster, interval{start, now})
+		r.add(started.job, cluster, interval{from: started.from, to: now, created: started.created})
 	}
 }
 
@@ -222,24 +230,53 @@ func (r *Recorder) add(job, cluster string, iv interval) {
 	r.intervals[job][cluster] = append(r.intervals[job][cluster], iv)
 }
 
-// Unobservable drops what was recorded for a job in one cluster. It is for a cluster whose API
-// server was dead: nothing can be known, or enforced, about its pods then (its kubelets would
-// keep running them; no control-plane component can stop them), so its stale copy's interval
-// says nothing about fleetq. The spec that calls it asserts the stale copy is removed instead.
+// Unobservable excuses what a job's pods that exist now run in one cluster. It is for a cluster
+// whose API server was dead: nothing can be known, or enforced, about its pods then (its
+// kubelets would keep running them; no control-plane component can stop them), so its stale
+// copy's interval says nothing about fleetq. The spec that calls it asserts the stale copy is
+// removed instead. The excuse is kept by the pods' creation time rather than by dropping what
+// was recorded: the watch may see a stale pod (Terminating, or replayed after the outage) only
+// after the call, while a pod created later (a copy placed there again) still counts. Creation
+// times have a resolution of a second, so a pod created within the second of the call is
+// excused too.
 func (r *Recorder) Unobservable(cluster, job string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for j := range r.intervals {
-		if r.canonical(j) == job {
-			delete(r.intervals[j], cluster)
+	r.excused[cluster+"/"+job] = time.Now()
+}
+
+// counts tells whether a pod of job created at created, running in cluster, counts; the caller
+// holds r.mu.
+func (r *Recorder) counts(cluster, job string, created time.Time) bool {
+	cut, ok := r.excused[cluster+"/"+job]
+	return !ok || created.After(cut)
+}
+
+// all is every running window recorded so far, by canonical job and cluster, those of still
+// running pods up to now, without those Unobservable excused; the caller holds r.mu.
+func (r *Recorder) all() map[string]map[string][]interval {
+	now := time.Now()
+	all := map[string]map[string][]interval{}
+	keep := func(job, cluster string, iv interval) {
+		if !r.counts(cluster, job, iv.created) {
+			return
+		}
+		if all[job] == nil {
+			all[job] = map[string][]interval{}
+		}
+		all[job][cluster] = append(all[job][cluster], iv)
+	}
+	for j, byCluster := range r.intervals {
+		for c, ivs := range byCluster {
+			for _, iv := range ivs {
+				keep(r.canonical(j), c, iv)
+			}
 		}
 	}
-	for key := range r.running {
-		if r.canonical(r.job[key]) == job && key[:indexSlash(key)] == cluster {
-			delete(r.running, key)
-			delete(r.job, key)
-		}
+	for key, run := range r.running {
+		keep(r.canonical(run.job), key[:indexSlash(key)], interval{from: run.from, to: now, created: run.created})
 	}
+	return all
 }
 
 // Overlap is one window in which a job had running pods in two clusters.
@@ -272,25 +309,7 @@ func (r *Recorder) Overlaps() []string {
 func (r *Recorder) OverlapList() []Overlap {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
-	all := map[string]map[string][]interval{}
-	for j, byCluster := range r.intervals {
-		job := r.canonical(j)
-		if all[job] == nil {
-			all[job] = map[string][]interval{}
-		}
-		for c, ivs := range byCluster {
-			all[job][c] = append(all[job][c], ivs...)
-		}
-	}
-	for key, start := range r.running {
-		job := r.canonical(r.job[key])
-		cluster := key[:indexSlash(key)]
-		if all[job] == nil {
-			all[job] = map[string][]interval{}
-		}
-		all[job][cluster] = append(all[job][cluster], interval{start, now})
-	}
+	all := r.all()
 	var out []Overlap
 	for job, byCluster := range all {
 		clusters := make([]string, 0, len(byCluster))
@@ -324,21 +343,9 @@ func (r *Recorder) Terminations() int {
 func (r *Recorder) Clusters(job string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	set := map[string]bool{}
-	for j, byCluster := range r.intervals {
-		if r.canonical(j) == job {
-			for c := range byCluster {
-				set[c] = true
-			}
-		}
-	}
-	for key := range r.running {
-		if r.canonical(r.job[key]) == job {
-			set[key[:indexSlash(key)]] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for c := range set {
+	byCluster := r.all()[job]
+	out := make([]string, 0, len(byCluster))
+	for c := range byCluster {
 		out = append(out, c)
 	}
 	sort.Strings(out)

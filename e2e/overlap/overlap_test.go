@@ -113,6 +113,36 @@ func TestOverlapsOfOtherKinds(t *testing.T) {
 	}
 }
 
+func TestUnobservableExcusesTheStalePodsNotLaterOnes(t *testing.T) {
+	r := New()
+	created := func(p *corev1.Pod, at time.Time) *corev1.Pod {
+		p.CreationTimestamp = metav1.NewTime(at)
+		return p
+	}
+	before := time.Now().Add(-time.Hour)
+	r.observe("west", pod("g-2", "g", corev1.PodRunning), false)
+	r.observe("east", created(pod("g-1", "g", corev1.PodRunning), before), false)
+	r.Unobservable("east", "ns/g")
+	// Seen again after the call (Terminating, or replayed once east is back): still excused.
+	stale := created(pod("g-1", "g", corev1.PodRunning), before)
+	stale.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	r.observe("east", stale, false)
+	r.observe("east", stale, true)
+	r.observe("east", created(pod("g-0", "g", corev1.PodRunning), before), false)
+	r.observe("east", created(pod("g-0", "g", corev1.PodRunning), before), true)
+	if got := r.Overlaps(); len(got) != 0 {
+		t.Fatalf("Overlaps() = %q, want none: east's stale pods are excused", got)
+	}
+	if c := r.Clusters("ns/g"); strings.Join(c, ",") != "west" {
+		t.Errorf("Clusters(ns/g) = %v, want [west]", c)
+	}
+	// A pod created in east after the call is a copy placed there again: it counts.
+	r.observe("east", created(pod("g-3", "g", corev1.PodRunning), time.Now().Add(2*time.Second)), false)
+	if got := r.Overlaps(); len(got) != 1 || !strings.HasPrefix(got[0], "job ns/g ran in east") {
+		t.Fatalf("Overlaps() = %q, want job ns/g in east and west", got)
+	}
+}
+
 func TestWatchListsAgainWhenItsVersionExpired(t *testing.T) {
 	cs := fake.NewClientset(pod("a-1", "a", corev1.PodRunning))
 	first := watch.NewFake()
