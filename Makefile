@@ -76,7 +76,8 @@ image: ## Build the fleetq-manager and fleetq-agent images from the Dockerfile (
 charts: ## Write the charts' generated files: CRDs from config/crd/bases, the agent's RBAC from worker/setup.
 	$(GO) run ./charts/sync
 
-# Benchmark knobs: make bench BENCH_RUNS=3 BENCH_SCALE=0.5 BENCH_FLAGS='--systems fleetq'. One run of the
+# Benchmark knobs: make bench BENCH_RUNS=3 BENCH_SCALE=0.5 BENCH_FLAGS='--systems fleetq,direct' (direct: the
+# lab's ceiling, jobs created where they run, see e2e/bench/README.md). One run of the
 # three scenarios at full size took 45 min on 2 cores (Kueue already built), 20 of them Kueue dispatching scenario (b)'s
 # 1,000 jobs at ~1 workload/s; BENCH_RUNS=3 (medians with min–max) takes three times that.
 BENCH_RUNS ?= 1

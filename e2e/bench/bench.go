@@ -18,7 +18,8 @@ import (
 type Options struct {
 	// ScenarioFiles are the scenario YAML files, in report order.
 	ScenarioFiles []string
-	// Systems are "fleetq" and/or "kueue".
+	// Systems are any of "fleetq", "kueue" and "direct" (the ceiling: jobs created where they
+	// run, see Direct).
 	Systems []string
 	// Runs per scenario and system.
 	Runs int
@@ -106,14 +107,21 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 				"Kueue's MultiKueue builds its worker clients from the kubeconfig Secret with client-go's defaults (QPS 5, burst 10, one limiter per resource kind per worker); v0.17 has no setting for them, so the QPS/burst above apply to Kueue's own cluster clients only. fleetq's worker clients use the QPS/burst above (multiCluster.workerClientConnection).",
 				"Kueue's webhooks: only those of its own kinds and batch/v1 Jobs are registered (the shipped no-op webhooks of disabled integrations, pods included, are left out, which can only make Kueue faster).")
 			systems[name] = func() System { return &Kueue{Knobs: o.Knobs, Binary: bin, ModuleDir: modDir} }
+		case DirectName:
+			rep.Meta.Notes = append(rep.Meta.Notes,
+				"direct is the lab's ceiling: the bench creates each job straight in a cluster that runs jobs, with its flavor's node selector and tolerations, spread over the node pools a job fits in proportion to their capacity, through load clients sharing one rate limiter; no queue, priority or preemption. fleetq / direct compares fleetq with it (throughput: ≤ 1, the closer the better; time figures: ≥ 1, the closer the better). It does not run chain scenarios (no job waits for another).")
+			systems[name] = func() System { return &Direct{} }
 		default:
-			return nil, fmt.Errorf("bench: unknown system %q (want fleetq or kueue)", name)
+			return nil, fmt.Errorf("bench: unknown system %q (want fleetq, kueue or direct)", name)
 		}
 	}
 	rep.Meta.Versions = versions
 	for _, s := range scenarios {
 		for run := 1; run <= o.Runs; run++ {
 			for _, name := range o.Systems {
+				if name == DirectName && s.Chain > 0 {
+					continue
+				}
 				dir := filepath.Join(out, "runs", fmt.Sprintf("%s-%s-%d", s.Name, name, run))
 				_ = os.RemoveAll(dir)
 				res, err := Run(ctx, RunOptions{Scenario: s, System: systems[name](), Dir: dir, BinDir: binDir, LoadQPS: o.LoadQPS, LoadBurst: o.LoadBurst, KeepAudit: o.KeepAudit, Progress: o.Progress})

@@ -171,9 +171,13 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 		for _, c := range r.Requests {
 			all, allW = all+c.Total(), allW+c.Writes()
 		}
-		f["manager requests/wl (management)"] = mgmtAll / n
-		f["manager writes/wl (management)"] = mgmtW / n
-		if len(r.Audit) > 1 {
+		// A system with no manager of its own (direct) has no manager or agent requests to count.
+		dispatcher := r.System != DirectName
+		if dispatcher {
+			f["manager requests/wl (management)"] = mgmtAll / n
+			f["manager writes/wl (management)"] = mgmtW / n
+		}
+		if dispatcher && len(r.Audit) > 1 {
 			f["manager requests/wl (workers)"] = remAll / n
 			f["manager writes/wl (workers)"] = remW / n
 			f["agent requests/wl (workers)"] = agAll / n
@@ -194,7 +198,7 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 			}
 		}
 	}
-	if r.Capacity > 0 && r.Finished {
+	if r.Capacity > 0 && r.Finished && holdsQuota(r) {
 		f["mean quota utilisation"] = MeanUtilisation(Timeline(r, r.Capacity, time.Second))
 	}
 	if len(r.ChainGaps) > 0 {
@@ -206,6 +210,17 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 		f["deletion→next unsuspended p95"] = Percentile(gaps, 95)
 	}
 	return f, lb
+}
+
+// holdsQuota says whether any workload of the run held quota: none does with no queue (direct),
+// whose utilisation would read 0.
+func holdsQuota(r *RunResult) bool {
+	for _, rec := range r.Records {
+		if len(rec.Holds) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Percentile is the nearest-rank percentile of xs (0 for none).

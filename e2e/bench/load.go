@@ -100,9 +100,36 @@ func jobFor(sub submission) *batchv1.Job {
 	}
 }
 
+// creator creates a submission's job: on the management cluster, or where a Placer puts it.
+type creator func(ctx context.Context, sub submission, job *batchv1.Job) error
+
+// managementCreator creates every job on the management cluster, as a user of a queue does.
+func managementCreator(cs kubernetes.Interface) creator {
+	return func(ctx context.Context, _ submission, job *batchv1.Job) error {
+		_, err := cs.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+		return err
+	}
+}
+
+// placedCreator creates each job in the cluster p picks, with the client of that cluster.
+func placedCreator(p Placer, clients map[string]kubernetes.Interface) creator {
+	return func(ctx context.Context, sub submission, job *batchv1.Job) error {
+		cluster, err := p.Place(sub, job)
+		if err != nil {
+			return err
+		}
+		cs, ok := clients[cluster]
+		if !ok {
+			return fmt.Errorf("no load client for cluster %q", cluster)
+		}
+		_, err = cs.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+		return err
+	}
+}
+
 // generate submits the scenario's waves, each starting its After past start, at the wave's rate (a
 // burst when none) with loadWorkers calls in flight, and records every job with rec.
-func generate(ctx context.Context, cs kubernetes.Interface, s *Scenario, rec *Recorder, start time.Time) error {
+func generate(ctx context.Context, create creator, s *Scenario, rec *Recorder, start time.Time) error {
 	res := s.mainResource()
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
@@ -127,7 +154,7 @@ func generate(ctx context.Context, cs kubernetes.Interface, s *Scenario, rec *Re
 						q := sub.class.Requests[res]
 						r := rec.Expect(job.Namespace+"/"+job.Name, sub.class.Name, sub.queue, float64(q.MilliValue())/1000*float64(sub.class.Pods))
 						submitted := time.Now()
-						_, err := cs.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+						err := create(ctx, sub, job)
 						created := time.Now()
 						rec.Mark(r.Key, func(r *Record) { r.Submitted, r.Created = submitted, created })
 						if err != nil {

@@ -16,6 +16,7 @@ import (
 var systemColors = map[string]color.Color{
 	"fleetq": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	"kueue":  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	"direct": color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
 }
 
 // plot draws a scenario's three figures: the submit→running CDF (every run pooled), and the first
@@ -53,6 +54,9 @@ func (r *Report) plot(dir string, s *Scenario) error {
 		}
 		if err := addLine(cdf, sys, pts); err != nil {
 			return err
+		}
+		if !holdsQuota(runs[0]) {
+			continue // no queue (direct): nothing pends, nothing holds quota
 		}
 		tl := Timeline(runs[0], runs[0].Capacity, time.Second/2)
 		pp, up := make(plotter.XYs, len(tl.T)), make(plotter.XYs, len(tl.T))

@@ -112,8 +112,10 @@ func (r *Recorder) Count(pred func(*Record) bool) int {
 var workloadGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 
 // Watch starts the informers: Workloads and Jobs in the management cluster, pods in each cluster
-// of runClusters. It returns once their caches are synced; they stop with ctx.
-func (r *Recorder) Watch(ctx context.Context, mgmt *rest.Config, runClusters map[string]*rest.Config) error {
+// of runClusters, and, with jobsThere (jobs created where they run, with no Workload), the Jobs of
+// those clusters, whose end is then the workload's. It returns once their caches are synced;
+// they stop with ctx.
+func (r *Recorder) Watch(ctx context.Context, mgmt *rest.Config, runClusters map[string]*rest.Config, jobsThere bool) error {
 	dyn, err := dynamic.NewForConfig(mgmt)
 	if err != nil {
 		return fmt.Errorf("recorder: %w", err)
@@ -139,8 +141,12 @@ func (r *Recorder) Watch(ctx context.Context, mgmt *rest.Config, runClusters map
 	}); err != nil {
 		return fmt.Errorf("recorder: %w", err)
 	}
-	synced := []cache.InformerSynced{wlInf.HasSynced, jobInf.HasSynced}
-	df.Start(ctx.Done())
+	synced := []cache.InformerSynced{jobInf.HasSynced}
+	if !jobsThere {
+		// With no queue there is no Workload (nor its CRD, whose informer would never sync).
+		synced = append(synced, wlInf.HasSynced)
+		df.Start(ctx.Done())
+	}
 	mf.Start(ctx.Done())
 	for name, cfg := range runClusters {
 		cs, err := kubernetes.NewForConfig(cfg)
@@ -158,6 +164,19 @@ func (r *Recorder) Watch(ctx context.Context, mgmt *rest.Config, runClusters map
 			return fmt.Errorf("recorder: %w", err)
 		}
 		synced = append(synced, inf.HasSynced)
+		if jobsThere {
+			// Jobs do not carry the pods' job-name label: their own factory, unfiltered.
+			jf := informers.NewSharedInformerFactory(cs, 0)
+			jinf := jf.Batch().V1().Jobs().Informer()
+			if _, err := jinf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    r.onJobThere,
+				UpdateFunc: func(_, o any) { r.onJobThere(o) },
+			}); err != nil {
+				return fmt.Errorf("recorder: %w", err)
+			}
+			synced = append(synced, jinf.HasSynced)
+			jf.Start(ctx.Done())
+		}
 		f.Start(ctx.Done())
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -177,6 +196,25 @@ func (r *Recorder) onJob(o any) {
 			rec.Unsuspended = now
 		}
 	})
+}
+
+// onJobThere records the end of a job created where it runs: its Complete or Failed condition.
+func (r *Recorder) onJobThere(o any) {
+	j, ok := o.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			now := r.now()
+			r.Mark(j.Namespace+"/"+j.Name, func(rec *Record) {
+				if rec.Finished.IsZero() {
+					rec.Finished = now
+				}
+			})
+			return
+		}
+	}
 }
 
 func (r *Recorder) onPod(cluster string, o any) {

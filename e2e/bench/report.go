@@ -65,8 +65,71 @@ func (r *Report) systems() []string {
 			out = append(out, res.System)
 		}
 	}
-	sort.Strings(out) // fleetq before kueue
+	sort.Slice(out, func(i, j int) bool { return systemRank(out[i]) < systemRank(out[j]) })
 	return out
+}
+
+// systemRank orders report columns: fleetq, Kueue, then the direct ceiling.
+func systemRank(name string) int {
+	switch name {
+	case "fleetq":
+		return 0
+	case "kueue":
+		return 1
+	}
+	return 2
+}
+
+// ceilingFigures are those compared with the direct ceiling: how close fleetq gets to creating
+// the jobs where they run.
+var ceilingFigures = map[string]bool{
+	"dispatched/s (running)": true, "makespan (first submit→last finished)": true,
+	"submit→running p50": true, "submit→running p95": true, "submit→running p99": true,
+}
+
+// comparison is one ratio column of a scenario's table.
+type comparison struct {
+	title string
+	cell  func(fd figureDef, sp map[string]map[string]Spread) string
+}
+
+// comparisons are the ratio columns the report's systems allow: fleetq's advantage over Kueue,
+// and fleetq / direct for the ceiling figures.
+func comparisons(systems []string) []comparison {
+	has := map[string]bool{}
+	for _, s := range systems {
+		has[s] = true
+	}
+	var out []comparison
+	if has["fleetq"] && has["kueue"] {
+		out = append(out, comparison{"fleetq advantage over Kueue (× ; >1 = fleetq better)", func(fd figureDef, sp map[string]map[string]Spread) string {
+			return ratio(fd, sp["fleetq"][fd.Name], sp["kueue"][fd.Name])
+		}})
+	}
+	if has["fleetq"] && has[DirectName] {
+		out = append(out, comparison{"fleetq / direct (the ceiling)", func(fd figureDef, sp map[string]map[string]Spread) string {
+			if !ceilingFigures[fd.Name] {
+				return ""
+			}
+			return ofCeiling(sp["fleetq"][fd.Name], sp[DirectName][fd.Name])
+		}})
+	}
+	return out
+}
+
+// ofCeiling is fleetq's figure over direct's; a lower bound on fleetq's side (it timed out) makes
+// a time ratio a lower bound too.
+func ofCeiling(fleetq, direct Spread) string {
+	if fleetq.N == 0 || direct.N == 0 || direct.Median == 0 {
+		return ""
+	}
+	switch {
+	case direct.LowerBound:
+		return "?"
+	case fleetq.LowerBound:
+		return fmt.Sprintf("≥ %.2f", fleetq.Median/direct.Median)
+	}
+	return fmt.Sprintf("%.2f", fleetq.Median/direct.Median)
 }
 
 // spreads summarises every figure of one scenario and system over its runs.
@@ -153,21 +216,15 @@ func (r *Report) Markdown() string {
 		for _, sys := range systems {
 			sp[sys] = r.spreads(s.Name, sys)
 		}
+		cmps := comparisons(systems)
 		fmt.Fprintf(&b, "| figure |")
 		for _, sys := range systems {
 			fmt.Fprintf(&b, " %s |", sys)
 		}
-		if len(systems) == 2 {
-			fmt.Fprintf(&b, " fleetq advantage (× ; >1 = fleetq better) |")
+		for _, c := range cmps {
+			fmt.Fprintf(&b, " %s |", c.title)
 		}
-		fmt.Fprintf(&b, "\n|---|")
-		for range systems {
-			fmt.Fprintf(&b, "---|")
-		}
-		if len(systems) == 2 {
-			fmt.Fprintf(&b, "---|")
-		}
-		fmt.Fprintln(&b)
+		fmt.Fprintf(&b, "\n|---|%s\n", strings.Repeat("---|", len(systems)+len(cmps)))
 		for _, fd := range Figures {
 			present := false
 			for _, sys := range systems {
@@ -191,8 +248,8 @@ func (r *Report) Markdown() string {
 				}
 				fmt.Fprintf(&b, " %s |", formatSpread(v))
 			}
-			if len(systems) == 2 {
-				fmt.Fprintf(&b, " %s |", ratio(fd, sp[systems[0]][fd.Name], sp[systems[1]][fd.Name]))
+			for _, c := range cmps {
+				fmt.Fprintf(&b, " %s |", c.cell(fd, sp))
 			}
 			fmt.Fprintln(&b)
 		}
@@ -230,7 +287,7 @@ func format(v float64) string {
 	}
 }
 
-// ratio is fleetq's advantage: fleetq/kueue for higher-is-better figures, kueue/fleetq for
+// ratio is fleetq's advantage over Kueue: fleetq/kueue for higher-is-better figures, kueue/fleetq for
 // lower-is-better ones.
 func ratio(fd figureDef, fleetq, kueue Spread) string {
 	switch {
@@ -290,6 +347,9 @@ func writesTable(system string, r *RunResult) string {
 		}
 		return rows[i].n > rows[j].n
 	})
+	if len(rows) == 0 {
+		return "" // direct: no client of its own
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "<details><summary>%s: API writes by client and resource (first run, %d workloads)</summary>\n\n| client → cluster | verb resource | writes | per workload |\n|---|---|---|---|\n", system, len(r.Records))
 	shown := map[string]int{}

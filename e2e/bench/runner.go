@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
 	"github.com/fleetq/fleetq/e2e/framework"
@@ -142,7 +143,8 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	rec := NewRecorder()
-	if err := rec.Watch(watchCtx, clientConfig(env.Management(), watchUserAgent, 1000, 2000), runClusters); err != nil {
+	_, placed := o.System.(Placer)
+	if err := rec.Watch(watchCtx, clientConfig(env.Management(), watchUserAgent, 1000, 2000), runClusters, placed); err != nil {
 		return nil, err
 	}
 
@@ -150,7 +152,7 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	load, err := kubernetes.NewForConfig(clientConfig(env.Management(), loadUserAgent, o.LoadQPS, o.LoadBurst))
+	load, create, err := loadClients(env, s, o)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +162,7 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	runCtx, cancel := context.WithTimeout(ctx, s.Timeout.Duration)
 	defer cancel()
 	genErr := make(chan error, 1)
-	go func() { genErr <- generate(runCtx, load, s, rec, res.Start) }()
+	go func() { genErr <- generate(runCtx, create, s, rec, res.Start) }()
 
 	if s.Chain > 0 {
 		res.ChainGaps, err = chain(runCtx, load, rec, s.Chain, o.System.Processes())
@@ -217,6 +219,35 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	}
 	progress("done: %d/%d finished in %s", done, total, res.End.Sub(res.Start).Round(100*time.Millisecond))
 	return res, nil
+}
+
+// loadClients are the bench's load client of the management cluster and how jobs are created: on
+// the management cluster, or, for a Placer, in each job's cluster through clients that share one
+// rate limiter (the same load budget as one client).
+func loadClients(env *framework.Environment, s *Scenario, o RunOptions) (kubernetes.Interface, creator, error) {
+	load, err := kubernetes.NewForConfig(clientConfig(env.Management(), loadUserAgent, o.LoadQPS, o.LoadBurst))
+	if err != nil {
+		return nil, nil, err
+	}
+	p, ok := o.System.(Placer)
+	if !ok {
+		return load, managementCreator(load), nil
+	}
+	if s.Chain > 0 {
+		return nil, nil, fmt.Errorf("%s cannot run chain scenario %q: with no queue, no job waits for the one deleted", o.System.Name(), s.Name)
+	}
+	limiter := flowcontrol.NewTokenBucketRateLimiter(o.LoadQPS, o.LoadBurst)
+	clients := map[string]kubernetes.Interface{}
+	for _, name := range runClusterNames(s) {
+		cfg := clientConfig(env.Cluster(name), loadUserAgent, o.LoadQPS, o.LoadBurst)
+		cfg.RateLimiter = limiter
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		clients[name] = cs
+	}
+	return load, placedCreator(p, clients), nil
 }
 
 // snapshotData is what is read before and after the window.

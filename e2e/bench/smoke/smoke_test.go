@@ -1,6 +1,7 @@
-// Package smoke runs the multi-cluster burst scenario (b) of the benchmark at a smoke size, fleetq
-// only, with the built fleetq-manager and fleetq-agent binaries, and checks only that every workload
-// finishes: the runner, the lab wiring and the recorder stay working between `make bench` runs.
+// Package smoke runs the multi-cluster burst scenario (b) of the benchmark at a smoke size, with the
+// built fleetq-manager and fleetq-agent binaries and with the direct ceiling, and checks only that
+// every workload finishes (and, for direct, where): the runner, the lab wiring and the recorder stay
+// working between `make bench` runs.
 // Timings are recorded, never asserted.
 package smoke
 
@@ -28,7 +29,7 @@ const smokeScale = 0.02
 
 func TestSmoke(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Benchmark smoke: scenario (b) at smoke size, fleetq")
+	RunSpecs(t, "Benchmark smoke: scenario (b) at smoke size, fleetq and direct")
 }
 
 var _ = It("finishes every workload of the multi-cluster burst at smoke size", func(ctx SpecContext) {
@@ -73,6 +74,38 @@ var _ = It("finishes every workload of the multi-cluster burst at smoke size", f
 	figures := bench.Compute(res)
 	GinkgoWriter.Printf("smoke figures (recorded, not asserted): %v\n", figures)
 }, NodeTimeout(12*time.Minute))
+
+var _ = It("runs every job of the burst in a worker with the direct ceiling", func(ctx SpecContext) {
+	s, err := bench.LoadScenario(filepath.Join("..", "scenarios", "multi-burst.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	s = s.Scaled(smokeScale)
+	for i := range s.Classes {
+		s.Classes[i].RunTime = metav1.Duration{Duration: 2 * time.Second}
+	}
+	dir := GinkgoT().TempDir()
+	binDir, err := bench.PrepareBinDir(filepath.Join(dir, "tools"))
+	Expect(err).NotTo(HaveOccurred())
+	res, err := bench.Run(ctx, bench.RunOptions{
+		Scenario: s, System: &bench.Direct{},
+		Dir: filepath.Join(dir, "run"), BinDir: binDir,
+		LoadQPS: 200, LoadBurst: 400,
+		Progress: GinkgoWriter,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(res.Records).To(HaveLen(s.Jobs(1)))
+	ranIn := map[string]int{}
+	var unfinished []string
+	for _, r := range res.Records {
+		ranIn[r.Cluster]++
+		if r.Finished.IsZero() || r.Running.IsZero() {
+			unfinished = append(unfinished, r.Key)
+		}
+	}
+	Expect(unfinished).To(BeEmpty(), "every job runs and finishes where it was created")
+	// 20 one-GPU jobs over 8 + 8 + 4 GPUs, each worker by its share.
+	Expect(ranIn).To(Equal(map[string]int{"us-east": 8, "us-west": 8, "eu-west": 4}))
+	GinkgoWriter.Printf("direct smoke figures (recorded, not asserted): %v\n", bench.Compute(res))
+}, NodeTimeout(8*time.Minute))
 
 func tail(s string, n int) string {
 	if len(s) <= n {
