@@ -391,7 +391,36 @@ func (b *Book) freeNodes(cluster string, r *report) []node {
 			}
 		}
 	}
+	carryDeficits(out)
 	return out
+}
+
+// carryDeficits moves what assumptions took beyond a node's free room onto other nodes of the
+// same flavors. An assumption names the nodes placement chose, but the agent fits each copy
+// itself, in the order copies reach it: a copy admitted onto a node another copy was assumed on
+// fills it in the report, and the room the still-assumed copy will really use is elsewhere. Left
+// negative on the full node, that deficit would be room promised twice.
+func carryDeficits(nodes []node) {
+	for i := range nodes {
+		for res, v := range nodes[i].free {
+			if v >= 0 {
+				continue
+			}
+			deficit := -v
+			for j := range nodes {
+				if deficit == 0 {
+					break
+				}
+				if j == i || !slices.Equal(nodes[j].flavors, nodes[i].flavors) || nodes[j].free[res] <= 0 {
+					continue
+				}
+				moved := min(deficit, nodes[j].free[res])
+				nodes[j].free[res] -= moved
+				deficit -= moved
+			}
+			nodes[i].free[res] = -deficit
+		}
+	}
 }
 
 // fit runs the gang fit on the nodes that carry every flavor the admission assigned to a pod set.

@@ -143,6 +143,29 @@ func TestAssumptionsKeepBackToBackPlacementsApart(t *testing.T) {
 	}
 }
 
+func TestAssumedCopyAdmittedElsewhereStillTakesRoom(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBook()
+	b.SetReport("us-east", gpuReport(1, t0, "a100", 2, 8))
+	// Best fit: x1 and x2 fill node a100-a, x3 goes to a100-b.
+	for _, key := range []string{"ns/x1", "ns/x2", "ns/x3"} {
+		if d, ok := b.Place(gpuRequest(key, "a100", 1, 1, usable("us-east")...)); !ok {
+			t.Fatalf("%s: %s", key, d.Explanation)
+		}
+	}
+	// x3's copy reached the agent first, which fitted it on a100-a; x1 and x2 are still coming.
+	t1 := t0.Add(time.Second)
+	b.Admitted("ns/x3", t1)
+	b.SetReport("us-east", gpuReport(2, t1.Add(time.Second), "a100", 1, 8))
+	// 10 GPUs, 3 taken: 7 free, so no node has 8 (a100-a's one free GPU is x1's or x2's).
+	if d, ok := b.Place(gpuRequest("ns/big", "a100", 1, 8, usable("us-east")...)); ok {
+		t.Fatalf("placed an 8-GPU pod where 7 GPUs are free: %s", d.Explanation)
+	}
+	if d, ok := b.Place(gpuRequest("ns/seven", "a100", 1, 7, usable("us-east")...)); !ok {
+		t.Fatalf("7 GPUs are free on a100-b: %s", d.Explanation)
+	}
+}
+
 func TestOlderReportIgnoredAndForget(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	b := NewBook()
