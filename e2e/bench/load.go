@@ -103,8 +103,9 @@ func jobFor(sub submission) *batchv1.Job {
 // creator creates a submission's job: on the management cluster, or where a Placer puts it.
 type creator func(ctx context.Context, sub submission, job *batchv1.Job) error
 
-// managementCreator creates every job on the management cluster, as a user of a queue does.
-func managementCreator(cs kubernetes.Interface) creator {
+// createIn creates every job with cs: on the management cluster, as a user of a queue does, or in
+// the one cluster cs talks to.
+func createIn(cs kubernetes.Interface) creator {
 	return func(ctx context.Context, _ submission, job *batchv1.Job) error {
 		_, err := cs.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
 		return err
@@ -122,8 +123,7 @@ func placedCreator(p Placer, clients map[string]kubernetes.Interface) creator {
 		if !ok {
 			return fmt.Errorf("no load client for cluster %q", cluster)
 		}
-		_, err = cs.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
-		return err
+		return createIn(cs)(ctx, sub, job)
 	}
 }
 

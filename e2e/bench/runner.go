@@ -231,7 +231,7 @@ func loadClients(env *framework.Environment, s *Scenario, o RunOptions) (kuberne
 	}
 	p, ok := o.System.(Placer)
 	if !ok {
-		return load, managementCreator(load), nil
+		return load, createIn(load), nil
 	}
 	if s.Chain > 0 {
 		return nil, nil, fmt.Errorf("%s cannot run chain scenario %q: with no queue, no job waits for the one deleted", o.System.Name(), s.Name)

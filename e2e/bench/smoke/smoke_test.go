@@ -34,13 +34,7 @@ func TestSmoke(t *testing.T) {
 
 var _ = It("finishes every workload of the multi-cluster burst at smoke size", func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	s, err := bench.LoadScenario(filepath.Join("..", "scenarios", "multi-burst.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	s = s.Scaled(smokeScale)
-	// Short pods keep the suite quick; the full size runs 30 s pods in `make bench`.
-	for i := range s.Classes {
-		s.Classes[i].RunTime = metav1.Duration{Duration: 2 * time.Second}
-	}
+	s := smokeScenario()
 	dir := GinkgoT().TempDir()
 	fleetqBin := filepath.Join(dir, "fleetq")
 	Expect(bench.BuildFleetq(ctx, fleetqBin)).To(Succeed())
@@ -76,12 +70,7 @@ var _ = It("finishes every workload of the multi-cluster burst at smoke size", f
 }, NodeTimeout(12*time.Minute))
 
 var _ = It("runs every job of the burst in a worker with the direct ceiling", func(ctx SpecContext) {
-	s, err := bench.LoadScenario(filepath.Join("..", "scenarios", "multi-burst.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	s = s.Scaled(smokeScale)
-	for i := range s.Classes {
-		s.Classes[i].RunTime = metav1.Duration{Duration: 2 * time.Second}
-	}
+	s := smokeScenario()
 	dir := GinkgoT().TempDir()
 	binDir, err := bench.PrepareBinDir(filepath.Join(dir, "tools"))
 	Expect(err).NotTo(HaveOccurred())
@@ -106,6 +95,18 @@ var _ = It("runs every job of the burst in a worker with the direct ceiling", fu
 	Expect(ranIn).To(Equal(map[string]int{"us-east": 8, "us-west": 8, "eu-west": 4}))
 	GinkgoWriter.Printf("direct smoke figures (recorded, not asserted): %v\n", bench.Compute(res))
 }, NodeTimeout(8*time.Minute))
+
+// smokeScenario is scenario (b) at smoke size; short pods keep the suite quick (the full size runs
+// 30 s pods in `make bench`).
+func smokeScenario() *bench.Scenario {
+	s, err := bench.LoadScenario(filepath.Join("..", "scenarios", "multi-burst.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	s = s.Scaled(smokeScale)
+	for i := range s.Classes {
+		s.Classes[i].RunTime = metav1.Duration{Duration: 2 * time.Second}
+	}
+	return s
+}
 
 func tail(s string, n int) string {
 	if len(s) <= n {
