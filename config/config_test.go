@@ -177,6 +177,10 @@ fairSharing: {enable: true}
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmetrics: {bindAddress: localhost}\n",
 			wantErr: []string{"metrics.bindAddress", "must be host:port"},
 		},
+		"bad profiling address": {
+			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nprofiling: {bindAddress: \"127.0.0.1:http\"}\n",
+			wantErr: []string{"profiling.bindAddress", "port must be a number"},
+		},
 		"bad selector": {
 			file:    "apiVersion: config.fleetq.dev/v1alpha1\nkind: Configuration\nmultiCluster: {clusterAPISelector: {matchExpressions: [{key: fleet, operator: Maybe}]}}\n",
 			wantErr: []string{"multiCluster.clusterAPISelector.matchExpressions[0].operator"},

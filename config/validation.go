@@ -24,6 +24,7 @@ func (c *Configuration) Validate() field.ErrorList {
 	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
 	errs = append(errs, validateEndpoint(c.Metrics, field.NewPath("metrics", "bindAddress"))...)
 	errs = append(errs, validateEndpoint(c.Health, field.NewPath("health", "bindAddress"))...)
+	errs = append(errs, validateEndpoint(c.Profiling, field.NewPath("profiling", "bindAddress"))...)
 	errs = append(errs, c.Webhook.validate(field.NewPath("webhook"))...)
 	errs = append(errs, validateSelector(c.ManagedJobsNamespaceSelector, field.NewPath("managedJobsNamespaceSelector"))...)
 	if c.DefaultLocalQueue != "" {

@@ -113,6 +113,7 @@ func New(opts Options) (*Manager, error) {
 		Logger:                        opts.Log,
 		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		PprofBindAddress:              cfg.Profiling.BindAddress,
 		LeaderElection:                *cfg.LeaderElection.Enabled,
 		LeaderElectionID:              cfg.LeaderElection.LeaseName,
 		LeaderElectionNamespace:       cfg.Namespace,
