@@ -30,6 +30,7 @@ func main() {
 	out := flag.String("out", "_bench", "output directory (report.md, CSVs, PNGs, runs/)")
 	timeout := flag.Duration("timeout", 0, "replaces every scenario's timeout (0: each file's own); a run that reaches it is measured as far as it got")
 	logLevel := flag.Int("fleetq-log-level", 0, "log verbosity of fleetq-manager and fleetq-agent (--zap-log-level); 2 shows each eviction and placement decision, to find why a run was slow")
+	profile := flag.Bool("profile", false, "take fleetq-manager's CPU and allocation profiles during each fleetq run (runs/<run>/profile: pprof files and -top summaries)")
 	keepAudit := flag.Bool("keep-audit", false, "keep the API servers' audit logs beside each run's other logs (runs/<run>/logs)")
 	flag.Parse()
 	// The harness's clients log through controller-runtime; only their errors matter here.
@@ -49,6 +50,7 @@ func main() {
 		Out:            *out,
 		KeepAudit:      *keepAudit,
 		FleetqLogLevel: *logLevel,
+		Profile:        *profile,
 		Command:        "go run ./cmd/fleetq-bench " + strings.Join(os.Args[1:], " "),
 		Progress:       os.Stderr,
 	})

@@ -38,6 +38,9 @@ type Options struct {
 	KeepAudit bool
 	// FleetqLogLevel raises fleetq-manager's and fleetq-agent's log verbosity (0: production's).
 	FleetqLogLevel int
+	// Profile takes fleetq-manager's CPU and allocation profiles in every fleetq run
+	// (runs/<run>/profile, with go tool pprof -top summaries).
+	Profile bool
 	// Command is recorded in the report (how to reproduce it).
 	Command  string
 	Progress io.Writer
@@ -88,7 +91,9 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 			}
 			commit := gitCommit()
 			versions = append(versions, "fleetq "+commit+" (built binaries)")
-			systems[name] = func() System { return &Fleetq{Knobs: o.Knobs, BinDir: dir, Commit: commit, LogLevel: o.FleetqLogLevel} }
+			systems[name] = func() System {
+				return &Fleetq{Knobs: o.Knobs, BinDir: dir, Commit: commit, LogLevel: o.FleetqLogLevel, Profile: o.Profile}
+			}
 		case "kueue":
 			modDir, err := KueueModuleDir(ctx)
 			if err != nil {

@@ -34,8 +34,11 @@ type Fleetq struct {
 	Commit string
 	// LogLevel is the processes' --zap-log-level (0: production's info level).
 	LogLevel int
+	// Profile serves the manager's pprof on loopback, so the run takes its profiles.
+	Profile bool
 
-	procs []Proc
+	procs      []Proc
+	profileURL string
 }
 
 // BuildFleetq builds fleetq-manager and fleetq-agent into dir.
@@ -56,6 +59,8 @@ func (f *Fleetq) CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 }
 
 func (f *Fleetq) Processes() []Proc { return f.procs }
+
+func (f *Fleetq) ProfileURL() string { return f.profileURL }
 
 func (f *Fleetq) Role(_ lab.Role, ua string) string {
 	switch {
@@ -94,6 +99,14 @@ func (f *Fleetq) Install(ctx context.Context, env *framework.Environment, s *Sce
 		LeaderElection:   config.LeaderElection{Enabled: ptr.To(false)},
 		ClientConnection: f.clientConnection(),
 		MultiCluster:     config.MultiCluster{WorkerClientConnection: f.clientConnection()},
+	}
+	if f.Profile {
+		pport, err := setup.FreePort()
+		if err != nil {
+			return err
+		}
+		mgr.Profiling.BindAddress = fmt.Sprintf("127.0.0.1:%d", pport)
+		f.profileURL = fmt.Sprintf("http://%s/debug/pprof", mgr.Profiling.BindAddress)
 	}
 	mgr.SetDefaults()
 	if errs := mgr.Validate(); len(errs) > 0 {

@@ -42,6 +42,9 @@ type RunOptions struct {
 	Progress  io.Writer
 }
 
+// ProfileDir is where a run of a Profiler keeps its manager's profiles, under the run's Dir.
+const ProfileDir = "profile"
+
 // ProcResult is one process's cost over the measured window.
 type ProcResult struct {
 	Name, Role, Cluster string
@@ -53,7 +56,10 @@ type ProcResult struct {
 type RunResult struct {
 	Scenario string
 	System   string
-	Records  []Record
+	// Profile is the directory of the manager's profiles when it was profiled, ProfileError
+	// why they are incomplete.
+	Profile, ProfileError string
+	Records               []Record
 	// Start is the first submission; End when the last workload finished (or the timeout).
 	Start, End time.Time
 	// Finished says every workload finished before the timeout.
@@ -163,6 +169,14 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	defer cancel()
 	genErr := make(chan error, 1)
 	go func() { genErr <- generate(runCtx, create, s, rec, res.Start) }()
+	var prof *profiler
+	profCtx, stopProfile := context.WithCancel(ctx)
+	defer stopProfile()
+	if p, ok := o.System.(Profiler); ok && p.ProfileURL() != "" {
+		if prof, err = startProfile(profCtx, p.ProfileURL(), filepath.Join(o.Dir, ProfileDir)); err != nil {
+			return nil, err
+		}
+	}
 
 	if s.Chain > 0 {
 		res.ChainGaps, err = chain(runCtx, load, rec, s.Chain, o.System.Processes())
@@ -176,6 +190,15 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	res.End = time.Now()
 	if err := <-genErr; err != nil {
 		return nil, err
+	}
+	if prof != nil {
+		stopProfile()
+		// A profile that could not be taken costs the figure, not the run's other figures.
+		if err := prof.stop(context.WithoutCancel(ctx)); err != nil {
+			res.ProfileError = err.Error()
+			progress("profile: %v", err)
+		}
+		res.Profile = filepath.Join(o.Dir, ProfileDir)
 	}
 	// A run that timed out is still measured: the figures say how far it got.
 	afterCtx, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
