@@ -25,6 +25,7 @@ const ProfileWindow = 10 * time.Second
 // profiler collects a manager's profiles over a run's measured window into dir.
 type profiler struct {
 	base, dir string
+	window    time.Duration
 	client    *http.Client
 	done      chan error
 	cpu       []string
@@ -32,10 +33,15 @@ type profiler struct {
 
 // startProfile starts taking CPU profiles from base until stop is called.
 func startProfile(ctx context.Context, base, dir string) (*profiler, error) {
+	return startProfileEvery(ctx, base, dir, ProfileWindow)
+}
+
+// startProfileEvery is startProfile with another window length (tests use a short one).
+func startProfileEvery(ctx context.Context, base, dir string, window time.Duration) (*profiler, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
-	p := &profiler{base: base, dir: dir, client: &http.Client{Timeout: ProfileWindow + 30*time.Second}, done: make(chan error, 1)}
+	p := &profiler{base: base, dir: dir, window: window, client: &http.Client{Timeout: window + 30*time.Second}, done: make(chan error, 1)}
 	go func() { p.done <- p.loop(ctx) }()
 	return p, nil
 }
@@ -45,7 +51,7 @@ func startProfile(ctx context.Context, base, dir string) (*profiler, error) {
 func (p *profiler) loop(ctx context.Context) error {
 	for i := 1; ctx.Err() == nil; i++ {
 		file := filepath.Join(p.dir, fmt.Sprintf("cpu-%03d.pb.gz", i))
-		url := fmt.Sprintf("%s/profile?seconds=%d", p.base, int(ProfileWindow/time.Second))
+		url := fmt.Sprintf("%s/profile?seconds=%d", p.base, int(p.window/time.Second))
 		if err := p.fetch(context.WithoutCancel(ctx), url, file); err != nil {
 			return err
 		}
