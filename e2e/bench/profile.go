@@ -31,13 +31,8 @@ type profiler struct {
 	cpu       []string
 }
 
-// startProfile starts taking CPU profiles from base until stop is called.
-func startProfile(ctx context.Context, base, dir string) (*profiler, error) {
-	return startProfileEvery(ctx, base, dir, ProfileWindow)
-}
-
-// startProfileEvery is startProfile with another window length (tests use a short one).
-func startProfileEvery(ctx context.Context, base, dir string, window time.Duration) (*profiler, error) {
+// startProfile starts taking CPU profiles of window seconds from base until stop is called.
+func startProfile(ctx context.Context, base, dir string, window time.Duration) (*profiler, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}

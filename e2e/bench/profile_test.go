@@ -13,25 +13,33 @@ import (
 )
 
 func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
+	// The second window's request says the first is written: cancel lands mid-window then.
+	second := make(chan struct{})
+	windows := 0
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
+		if windows++; windows == 2 {
+			close(second)
+		}
+		pprof.Profile(w, r)
+	})
 	mux.Handle("/debug/pprof/allocs", pprof.Handler("allocs"))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := startProfileEvery(ctx, srv.URL+"/debug/pprof", dir, time.Second)
+	p, err := startProfile(ctx, srv.URL+"/debug/pprof", dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	<-second
 	cancel()
 	if err := p.stop(context.Background()); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	// The cancel lands mid-window: stop without an error means that window was not cut off.
-	if len(p.cpu) == 0 {
-		t.Errorf("no CPU window taken")
+	// The window running at the cancel completes, and no window starts after it.
+	if len(p.cpu) != 2 {
+		t.Errorf("CPU windows %v, want the two taken before and across the cancel", p.cpu)
 	}
 	for _, f := range p.cpu {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
@@ -53,7 +61,7 @@ func TestProfilerSaysWhenTheManagerServesNoProfiles(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := startProfileEvery(ctx, srv.URL+"/debug/pprof", t.TempDir(), time.Second)
+	p, err := startProfile(ctx, srv.URL+"/debug/pprof", t.TempDir(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

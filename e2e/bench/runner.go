@@ -173,7 +173,7 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	profCtx, stopProfile := context.WithCancel(ctx)
 	defer stopProfile()
 	if p, ok := o.System.(Profiler); ok && p.ProfileURL() != "" {
-		if prof, err = startProfile(profCtx, p.ProfileURL(), filepath.Join(o.Dir, ProfileDir)); err != nil {
+		if prof, err = startProfile(profCtx, p.ProfileURL(), filepath.Join(o.Dir, ProfileDir), ProfileWindow); err != nil {
 			return nil, err
 		}
 	}
