@@ -192,8 +192,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.evict(ctx, wl, check, "quota was reserved without a worker placement; placing it again")
 	}
 	w, h := r.Registry.Get(cluster)
+	// Looked at on every pass, so a worker registered again loses its mark: its next removal
+	// counts afresh.
+	since, unregistered := r.unregisteredSince(cluster)
 	if w == nil || !h.Active {
-		if since, unregistered := r.unregisteredSince(cluster); unregistered {
+		if unregistered {
 			// Its MultiKueueCluster (or Cluster API Cluster) is gone: the admin took the worker out.
 			if r.Clock.Since(since) >= r.WorkerLostTimeout {
 				metrics.WorkerLost(cluster, since)

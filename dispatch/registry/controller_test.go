@@ -78,3 +78,17 @@ func TestLeaseRenewalsShowAsTheFencingLeaseCondition(t *testing.T) {
 	}
 	r.LeaseRenewal("gone", "", nil) // a worker removed meanwhile is ignored
 }
+
+func TestRemovingAWorkerTellsTheHealthHookOnce(t *testing.T) {
+	var notified []string
+	r := New(Options{OnHealth: func(c string) { notified = append(notified, c) }})
+	r.workers["us-east"] = &entry{health: Health{Active: true, Reason: ReasonActive}}
+	r.Remove("us-east")
+	r.Remove("us-east") // the MultiKueueCluster controller removes again on the refresh it causes
+	if r.Registered("us-east") {
+		t.Errorf("us-east still registered after Remove")
+	}
+	if len(notified) != 1 || notified[0] != "us-east" {
+		t.Errorf("health hook heard %v, want us-east once: its placed workloads learn it is gone", notified)
+	}
+}

@@ -280,8 +280,14 @@ func (r *Registry) LeaseRenewal(name, reason string, err error) {
 	r.notifyHealth(name, changed)
 }
 
-// Remove disconnects a worker that is no longer registered.
+// Remove disconnects a worker that is no longer registered and tells OnHealth.
 func (r *Registry) Remove(name string) {
+	// Nothing else tells the workloads placed there: the worker's watches stop with it.
+	r.notifyHealth(name, r.drop(name))
+}
+
+// drop forgets a worker and stops its connection; it says whether the worker was known.
+func (r *Registry) drop(name string) bool {
 	r.mu.Lock()
 	e, ok := r.workers[name]
 	delete(r.workers, name)
@@ -289,6 +295,7 @@ func (r *Registry) Remove(name string) {
 	if ok && e.worker != nil {
 		e.worker.cancel()
 	}
+	return ok
 }
 
 func backoff(failures int) time.Duration {
@@ -473,7 +480,7 @@ func (r *Registry) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			for _, n := range r.Names() {
-				r.Remove(n)
+				r.drop(n) // the manager stops: no one is left to tell
 			}
 			return nil
 		case <-t.C:

@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -291,8 +292,24 @@ var _ = Describe("Worker faults", Ordered, func() {
 				Expect(err).NotTo(HaveOccurred())
 			}
 			Eventually(func() bool { active, _ := workerActive(ctx, "us-east"); return active }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(BeTrue())
+			// Placement passes a worker over until it has read its report again, unfenced.
+			Eventually(func(g Gomega) {
+				cur := &kueue.MultiKueueCluster{}
+				g.Expect(mgmt.Get(ctx, client.ObjectKey{Name: "us-east"}, cur)).To(Succeed())
+				var sum registry.CapacitySummary
+				g.Expect(json.Unmarshal([]byte(cur.Annotations[registry.CapacityAnnotation]), &sum)).To(Succeed())
+				g.Expect(sum.Fenced).To(BeFalse())
+				g.Expect(sum.Flavors).NotTo(BeEmpty())
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		}
 		DeferCleanup(register)
+		// After a restart no requeue of the job's workload is pending: the deletion itself must
+		// bring it back to the dispatcher.
+		restartManager(ctx)
+		Consistently(func(g Gomega) {
+			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
+			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(mgrCfg.MultiCluster.WorkerLostTimeout.Duration + 2*time.Second).WithPolling(time.Second).Should(Succeed())
 		Expect(mgmt.Delete(ctx, mkc)).To(Succeed())
 
 		// Not stranded: it says why it waits, then goes elsewhere; us-east's agent, which no
@@ -308,6 +325,20 @@ var _ = Describe("Worker faults", Ordered, func() {
 		register(ctx)
 		Eventually(func() []string { return copiesOf(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
 			Should(Equal([]string{"us-west"}), "the stale copy in us-east goes once the manager reaches it again")
+
+		// Registered again, the worker's count starts afresh: deleted a second time, its next
+		// job gets the whole grace too.
+		next := onEast(ctx, "unregistered-again")
+		cur := &kueue.MultiKueueCluster{}
+		Expect(mgmt.Get(ctx, client.ObjectKey{Name: "us-east"}, cur)).To(Succeed())
+		deleted := time.Now()
+		Expect(mgmt.Delete(ctx, cur)).To(Succeed())
+		Eventually(func() string { return checkMessage(ctx, next) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
+			Should(ContainSubstring("worker us-east is not registered"))
+		Eventually(func() string { return clusterOf(ctx, next) }).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Equal("us-west"))
+		Expect(time.Since(deleted)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "placed elsewhere only after workerLostTimeout")
+		register(ctx)
+		Eventually(func() []string { return copiesOf(ctx, next) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Equal([]string{"us-west"}))
 	})
 
 	It("keeps the quota of a job deleted while its worker is unreachable until its copy is gone there", func(ctx SpecContext) {
