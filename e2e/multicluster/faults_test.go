@@ -303,6 +303,29 @@ var _ = Describe("Worker faults", Ordered, func() {
 			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		}
 		DeferCleanup(register)
+		// takeOut deletes us-east's MultiKueueCluster: the job is not stranded, it says why it
+		// waits, goes elsewhere after workerLostTimeout (us-east's agent, which no longer hears
+		// from the manager, has fenced the old copy by then), and its stale copy in us-east goes
+		// once the manager reaches it again.
+		takeOut := func(job *batchv1.Job) {
+			GinkgoHelper()
+			cur := &kueue.MultiKueueCluster{}
+			Expect(mgmt.Get(ctx, client.ObjectKey{Name: "us-east"}, cur)).To(Succeed())
+			deleted := time.Now()
+			Expect(mgmt.Delete(ctx, cur)).To(Succeed())
+			Eventually(func() string { return checkMessage(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
+				Should(ContainSubstring("worker us-east is not registered"))
+			Eventually(func(g Gomega) {
+				g.Expect(clusterOf(ctx, job)).To(Equal("us-west"), "placement: %s", placementOf(ctx, job))
+				g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
+			}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
+			Expect(time.Since(deleted)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "placed elsewhere only after workerLostTimeout")
+			Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(ContainSubstring("worker us-east lost: no longer registered")))
+			register(ctx)
+			Eventually(func() []string { return copiesOf(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
+				Should(Equal([]string{"us-west"}), "the stale copy in us-east goes once the manager reaches it again")
+		}
+
 		// After a restart no requeue of the job's workload is pending: the deletion itself must
 		// bring it back to the dispatcher.
 		restartManager(ctx)
@@ -310,35 +333,10 @@ var _ = Describe("Worker faults", Ordered, func() {
 			g.Expect(clusterOf(ctx, job)).To(Equal("us-east"))
 			g.Expect(runningIn(ctx, "us-east", job)).To(Equal(1))
 		}).WithContext(ctx).WithTimeout(mgrCfg.MultiCluster.WorkerLostTimeout.Duration + 2*time.Second).WithPolling(time.Second).Should(Succeed())
-		Expect(mgmt.Delete(ctx, mkc)).To(Succeed())
-
-		// Not stranded: it says why it waits, then goes elsewhere; us-east's agent, which no
-		// longer hears from the manager, has fenced the old copy by then.
-		Eventually(func() string { return checkMessage(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
-			Should(ContainSubstring("worker us-east is not registered"))
-		Eventually(func(g Gomega) {
-			g.Expect(clusterOf(ctx, job)).To(Equal("us-west"), "placement: %s", placementOf(ctx, job))
-			g.Expect(runningIn(ctx, "us-west", job)).To(Equal(1))
-		}).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Succeed())
-		Expect(eventNotes(ctx, job, "Rejected")).To(ContainElement(ContainSubstring("worker us-east lost: no longer registered")))
-
-		register(ctx)
-		Eventually(func() []string { return copiesOf(ctx, job) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
-			Should(Equal([]string{"us-west"}), "the stale copy in us-east goes once the manager reaches it again")
-
-		// Registered again, the worker's count starts afresh: deleted a second time, its next
-		// job gets the whole grace too.
-		next := onEast(ctx, "unregistered-again")
-		cur := &kueue.MultiKueueCluster{}
-		Expect(mgmt.Get(ctx, client.ObjectKey{Name: "us-east"}, cur)).To(Succeed())
-		deleted := time.Now()
-		Expect(mgmt.Delete(ctx, cur)).To(Succeed())
-		Eventually(func() string { return checkMessage(ctx, next) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).
-			Should(ContainSubstring("worker us-east is not registered"))
-		Eventually(func() string { return clusterOf(ctx, next) }).WithContext(ctx).WithTimeout(2 * wait).WithPolling(poll).Should(Equal("us-west"))
-		Expect(time.Since(deleted)).To(BeNumerically(">=", mgrCfg.MultiCluster.WorkerLostTimeout.Duration), "placed elsewhere only after workerLostTimeout")
-		register(ctx)
-		Eventually(func() []string { return copiesOf(ctx, next) }).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Equal([]string{"us-west"}))
+		takeOut(job)
+		// Registered again, the worker's count starts afresh: taken out a second time, its
+		// next job gets the whole grace too.
+		takeOut(onEast(ctx, "unregistered-again"))
 	})
 
 	It("keeps the quota of a job deleted while its worker is unreachable until its copy is gone there", func(ctx SpecContext) {
