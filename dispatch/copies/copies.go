@@ -98,6 +98,9 @@ type Reconciler struct {
 	mu           sync.Mutex
 	pendingSince map[string]time.Time
 	lastMirror   map[string]time.Time
+	// endingSince remembers since when a workload's job copy has been ending (its result decided,
+	// its finish not yet written by its worker's controller).
+	endingSince map[string]time.Time
 	// namespaces remembers the namespaces seen to exist in workers ("cluster/namespace"), with
 	// the resourceVersion of the management namespace whose Pod Security labels they were
 	// brought in line with, so a reconcile does not ask the worker's API server again
@@ -110,6 +113,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pendingSince, r.lastMirror, r.unregistered = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	r.endingSince = map[string]time.Time{}
 	r.namespaces = map[string]string{}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dispatch").
@@ -304,6 +308,7 @@ func (r *Reconciler) forget(key string) {
 	r.mu.Lock()
 	delete(r.pendingSince, key)
 	delete(r.lastMirror, key)
+	delete(r.endingSince, key)
 	r.mu.Unlock()
 }
 
@@ -496,8 +501,9 @@ func (r *Reconciler) copyRefOf(wl *kueue.Workload) copyRef {
 	return copyRef{}
 }
 
-// jobCopies reads the job copies of a workload from a worker: by name when the workload's job is
-// known, else by listing this manager's copies of every kind in the namespace, past the cache.
+// jobCopies reads the job copies of a workload from a worker through reader (its cache or its
+// API server): by name when the workload's job is known, else by listing this manager's copies
+// of every kind in the namespace.
 func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader client.Reader, wl types.NamespacedName, ref copyRef) ([]job, error) {
 	var candidates []job
 	if ref.a != nil && ref.name != "" {
@@ -522,7 +528,7 @@ func (r *Reconciler) jobCopies(ctx context.Context, w *registry.Worker, reader c
 			if err != nil {
 				return nil, err
 			}
-			if err := w.Reader.List(ctx, list, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
+			if err := reader.List(ctx, list, client.InNamespace(wl.Namespace), client.MatchingLabels{kueue.MultiKueueOriginLabel: r.Origin}); err != nil {
 				return nil, fmt.Errorf("listing %s copies: %w", a.GVK().Kind, err)
 			}
 			items, err := integration.Items(list)
@@ -551,9 +557,12 @@ var errFinishedThere = errors.New("the job copy finished in its worker; its resu
 // carry this manager's origin and, when uid is set, that workload's UID. A worker that cannot be
 // reached holds its copies until it is lost (its agent fenced them) or back (then they go).
 //
-// Job copies are read from the worker's API server and deleted only at the version read, so a
-// copy that finishes in between is not deleted unseen; in worker keepIn, a copy that finished
-// or is finishing stays (with its Workload copy) and errFinishedThere is returned.
+// Copies are read from the worker's cache, and job copies deleted only at the version read, so a
+// copy that finished since the cache saw it fails with a conflict rather than being deleted
+// unseen; in worker keepIn, a copy that finished or is finishing stays (with its Workload copy)
+// and errFinishedThere is returned. A copy the cache does not show yet is left for the next
+// pass: copiesGone confirms with the API server of the workload's worker before it moves on,
+// and the garbage collector removes what an unreachable worker kept.
 func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, ref copyRef, uid types.UID, keepIn string) error {
 	var errs *multierror.Error
 	for _, c := range r.Registry.Names() {
@@ -575,7 +584,7 @@ func (r *Reconciler) removeCopies(ctx context.Context, wl types.NamespacedName, 
 // With keepFinished, the copies stay when every one finished or is finishing (a group's whole
 // run; one member's end alone is not the group's result).
 func (r *Reconciler) removeFrom(ctx context.Context, w *registry.Worker, wl types.NamespacedName, ref copyRef, uid types.UID, keepFinished bool) error {
-	rjobs, err := r.jobCopies(ctx, w, w.Reader, wl, ref)
+	rjobs, err := r.jobCopies(ctx, w, w.Client, wl, ref)
 	if err != nil {
 		return err
 	}
@@ -1155,8 +1164,13 @@ func soonest(res reconcile.Result, d time.Duration) reconcile.Result {
 	return res
 }
 
+// EndingWait is how long the status of a job copy that is ending waits to be mirrored together
+// with its finish.
+const EndingWait = 5 * time.Second
+
 // mirror copies the worker's job status to the management cluster's job (each member's, for a
-// group), at most once per MirrorInterval while it runs, at once when it finishes.
+// group), at most once per MirrorInterval while it runs, at once when it finishes; an ending
+// copy's status waits up to EndingWait for its finish.
 func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.Workload, j *job, res reconcile.Result) (reconcile.Result, error) {
 	if !jobs.Dispatched(j.a, j.obj, wl) {
 		return res, nil
@@ -1195,8 +1209,20 @@ func (r *Reconciler) mirror(ctx context.Context, w *registry.Worker, wl *kueue.W
 	}
 	key := workload.Key(wl)
 	done := len(remotes) == len(j.objects()) && j.finished(remotes)
+	ending := !done && slices.ContainsFunc(remotes, func(o client.Object) bool { return j.a.Status(o).Ending })
 	r.mu.Lock()
 	wait := r.MirrorInterval - r.Clock.Since(r.lastMirror[key])
+	if ending {
+		// Its finish follows within moments (the worker's controller waits for the pods to
+		// go): mirrored with it in one write, rather than the ending status first, unless
+		// that takes longer than EndingWait.
+		since, ok := r.endingSince[key]
+		if !ok {
+			since = r.Clock.Now()
+			r.endingSince[key] = since
+		}
+		wait = max(wait, EndingWait-r.Clock.Since(since))
+	}
 	r.mu.Unlock()
 	if !done && wait > 0 {
 		return soonest(res, wait), nil
