@@ -285,8 +285,7 @@ func (r *GroupReconciler) create(ctx context.Context, g group) error {
 		}
 		return err
 	}
-	r.tell(g, corev1.EventTypeNormal, ReasonCreatedWorkload, fmt.Sprintf("Created Workload: %s/%s for the %d members of group %s", wl.Namespace, wl.Name, len(ms), g.key.Name))
-	return nil
+	return nil // no event, as for a job's Workload (see ensureWorkload)
 }
 
 func (r *GroupReconciler) waiting(g group, have int, size int32) string {

@@ -48,10 +48,9 @@ const (
 
 // Reasons of the events and conditions this package writes.
 const (
-	ReasonCreatedWorkload = "CreatedWorkload"
-	ReasonStarted         = "Started"
-	ReasonStopped         = "Stopped"
-	ReasonPending         = "Pending"
+	ReasonStarted = "Started"
+	ReasonStopped = "Stopped"
+	ReasonPending = "Pending"
 )
 
 // Reconciler drives the jobs of one kind and their Workloads through their life.
@@ -266,7 +265,8 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, obj client.Object, st i
 		}
 		return nil, err
 	}
-	r.event(obj, corev1.EventTypeNormal, ReasonCreatedWorkload, "Created Workload: %s/%s", wl.Namespace, wl.Name)
+	// No event for the creation: a bookkeeping step the user acts on no more than on the
+	// Workload itself; the decisions (quota reserved and where, started, stopped) have theirs.
 	return wl, nil
 }
 
