@@ -3,6 +3,8 @@ package engine
 import (
 	"container/heap"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Queues is what a cycle needs from the pending queues; queue.Manager implements it. The cycle
@@ -43,7 +45,9 @@ type Options struct {
 	FairSharing *FairSharingOptions
 	// Place, when set, is asked before an admission is committed whether the workload has
 	// somewhere to run (multi-cluster dispatch: a worker with room for all its pods). When it
-	// says no, the workload stays pending with its reason (NoPlacement) and takes no quota.
+	// says no, the queue's later flavors that fit quota outright are tried in turn (a flavor
+	// with quota but no room must not hold a job that another flavor can run now); when none
+	// has room, the workload stays pending with the reasons (NoPlacement) and takes no quota.
 	Place func(w *Workload, a *Admission) (ok bool, reason string)
 	// PlaceAfter, when set, is asked before a preemption is committed whether the preemptor
 	// would have somewhere to run once its victims are gone. When it says no, nothing is
@@ -193,7 +197,7 @@ func (c *cycle) pullHead(name string) {
 }
 
 func (c *cycle) nominate(e *entry) {
-	e.asg = c.assign(e.w, e.cq, e.demand)
+	e.asg = c.assign(e.w, e.cq, e.demand, nil)
 	e.version = c.version[e.cq.node.path[0].id]
 	if e.fair {
 		e.shares = e.shares[:0]
@@ -302,14 +306,58 @@ func (c *cycle) roomAfter(w *Workload, adm *Admission, victims []Victim) (bool, 
 func (c *cycle) admit(e *entry, adm *Admission, borrows bool) {
 	name := e.cq.spec.Name
 	if c.opts.Place != nil {
-		if ok, why := c.opts.Place(e.w, adm); !ok {
-			c.unplaced(e, adm, why)
-			return
+		ok, why := c.opts.Place(e.w, adm)
+		if !ok {
+			var alt *Admission
+			if alt, ok, why = c.placeInOtherFlavors(e, adm, why); !ok {
+				c.unplaced(e, adm, why)
+				return
+			}
+			adm, borrows = alt, e.asg.borrows
 		}
 	}
 	c.charge(e)
 	c.decide(Decision{Kind: Admit, Workload: e.w.Key, ClusterQueue: name, Admission: adm, Borrows: borrows})
 	c.pullHead(name)
+}
+
+// placeInOtherFlavors looks for an admission in flavors other than those that had no room,
+// one that fits quota outright, and asks the placement hook again, until one has room or no
+// flavor is left; on success the entry's assignment is the new one. why gathers the reasons.
+func (c *cycle) placeInOtherFlavors(e *entry, adm *Admission, why string) (*Admission, bool, string) {
+	noRoom := map[string]bool{}
+	for {
+		for _, ps := range adm.PodSets {
+			for _, f := range ps.Flavors {
+				noRoom[f] = true
+			}
+		}
+		asg := c.assign(e.w, e.cq, e.demand, noRoom)
+		if asg.mode != fits {
+			return nil, false, why
+		}
+		adm = asg.admission(e.cq)
+		ok, alsoWhy := c.opts.Place(e.w, adm)
+		if ok {
+			e.asg = asg
+			return adm, true, ""
+		}
+		why += "; in " + flavorList(adm) + " instead: " + alsoWhy
+	}
+}
+
+// flavorList names an admission's flavors, sorted, for messages.
+func flavorList(adm *Admission) string {
+	var names []string
+	for _, ps := range adm.PodSets {
+		for _, f := range ps.Flavors {
+			if !slices.Contains(names, f) {
+				names = append(names, f)
+			}
+		}
+	}
+	slices.Sort(names)
+	return "flavor " + strings.Join(names, ", ")
 }
 
 // unplaced leaves a workload pending with NoPlacement, taking no quota: parked under

@@ -40,8 +40,9 @@
 //   - Then run a cycle (Run) and apply its decisions: Admit writes the admission (and, once it
 //     lands, AddAdmitted; if the write fails, queue the workload again); Preempt evicts each
 //     victim with its reason and message; Pending writes the message to the workload's status.
-//   - With Options.Place (dispatch asks whether some worker has room), workloads refused with
-//     NoPlacement are parked too: wake their queues when a capacity report changes. With
+//   - With Options.Place (dispatch asks whether some worker has room), a workload refused in
+//     its flavors is tried in the queue's other flavors that fit quota outright; one refused in
+//     all of them is parked with NoPlacement: wake their queues when a capacity report changes. With
 //     Options.PlaceAfter, a preemption is made only when the preemptor would have room once
 //     its victims are gone; otherwise it waits with NoPlacement the same way.
 //

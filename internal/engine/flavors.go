@@ -123,15 +123,16 @@ func podSetPrefix(w *Workload, ps *PodSet) string {
 }
 
 // assign chooses flavors pod set by pod set, resource group by resource group, accumulating
-// what earlier pod sets took so that later ones see it (they may share a flavor).
-func (c *cycle) assign(w *Workload, cq *clusterQueue, demand []podDemand) assignment {
+// what earlier pod sets took so that later ones see it (they may share a flavor). Flavors in
+// noRoom are passed over: the placement hook found no worker with room in them this cycle.
+func (c *cycle) assign(w *Workload, cq *clusterQueue, demand []podDemand, noRoom map[string]bool) assignment {
 	out := assignment{mode: fits, demand: demand, chosen: make([][]int, len(demand))}
 	for p := range demand {
 		pd := &demand[p]
 		out.chosen[p] = make([]int, len(pd.groups))
 		for g := range pd.groups {
 			gd := &pd.groups[g]
-			fi, mode, borrows, short, reason, msg := c.chooseFlavor(w, cq, pd.ps, gd, out.amounts)
+			fi, mode, borrows, short, reason, msg := c.chooseFlavor(w, cq, pd.ps, gd, out.amounts, noRoom)
 			if fi < 0 {
 				return assignment{mode: noFit, reason: reason, message: podSetPrefix(w, pd.ps) + msg}
 			}
@@ -175,7 +176,7 @@ func (a *assignment) admission(cq *clusterQueue) *Admission {
 // fits without borrowing always wins; one that borrows or needs preemption wins at once under
 // MayStopSearch, and is otherwise kept as a fallback while later flavors are tried. It returns
 // the flavor index, or -1 with the reason.
-func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *groupDemand, prior []frAmount) (int, fitMode, bool, *shortfall, PendingReason, string) {
+func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *groupDemand, prior []frAmount, noRoom map[string]bool) (int, fitMode, bool, *shortfall, PendingReason, string) {
 	g := &cq.groups[gd.group]
 	best, bestMode, bestBorrows := -1, noFit, false
 	var bestShort *shortfall
@@ -190,6 +191,10 @@ func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *grou
 			continue
 		}
 		compatible++
+		if noRoom[f.name] {
+			failed = append(failed, fmt.Sprintf("flavor %s: no worker has room", f.name))
+			continue
+		}
 		mode := fits
 		var short *shortfall
 		for i, ri := range gd.res {

@@ -170,3 +170,84 @@ func TestShieldedHook(t *testing.T) {
 		})
 	}
 }
+
+// A flavor with quota but no worker with room must not hold a job that a later flavor of its
+// queue can run now.
+func TestPlaceTriesTheNextFlavorWithRoom(t *testing.T) {
+	twoFlavors := func(s engine.QueueingStrategy) engine.ClusterQueue {
+		return MakeClusterQueue("a").ResourceGroup(
+			MakeFlavorQuotas("a100").Resource("cpu", "4").Obj(),
+			MakeFlavorQuotas("l4").Resource("cpu", "4").Obj(),
+			MakeFlavorQuotas("h100").Resource("cpu", "1").Obj(),
+		).Strategy(s).Obj()
+	}
+	// roomIn places a workload when every pod set got one of the flavors given, and says why
+	// not per flavor otherwise; asked records the flavors each call was for.
+	var asked []string
+	roomIn := func(flavors ...string) func(w *engine.Workload, a *engine.Admission) (bool, string) {
+		return func(w *engine.Workload, a *engine.Admission) (bool, string) {
+			f := a.PodSets[0].Flavors["cpu"]
+			asked = append(asked, w.Key+"@"+f)
+			if slices.Contains(flavors, f) {
+				return true, ""
+			}
+			return false, "no worker has room in " + f
+		}
+	}
+	cases := map[string]struct {
+		queue   engine.ClusterQueue
+		pending []engine.Workload
+		place   func(w *engine.Workload, a *engine.Admission) (bool, string)
+		want    []summary
+		asked   []string
+	}{
+		"the next flavor with quota and room is admitted": {
+			queue:   twoFlavors(engine.BestEffortFIFO),
+			pending: []engine.Workload{cpuJob("ns/job", "a", "2").Obj()},
+			place:   roomIn("l4"),
+			want:    []summary{{Kind: engine.Admit, Key: "ns/job", Flavors: map[string]string{"main/cpu": "l4"}}},
+			asked:   []string{"ns/job@a100", "ns/job@l4"},
+		},
+		"flavors without quota for it are not asked": {
+			queue:   twoFlavors(engine.BestEffortFIFO),
+			pending: []engine.Workload{cpuJob("ns/job", "a", "2").Obj()},
+			place:   roomIn("h100"),
+			want: []summary{{Kind: engine.Pending, Key: "ns/job", Reason: engine.NoPlacement, Parked: true,
+				Message: "no worker has room in a100; in flavor l4 instead: no worker has room in l4"}},
+			asked: []string{"ns/job@a100", "ns/job@l4"},
+		},
+		"StrictFIFO also takes the next flavor": {
+			queue:   twoFlavors(engine.StrictFIFO),
+			pending: []engine.Workload{cpuJob("ns/job", "a", "2").Obj(), cpuJob("ns/next", "a", "2").Timestamp(2).Obj()},
+			place:   roomIn("l4"),
+			want: []summary{
+				{Kind: engine.Admit, Key: "ns/job", Flavors: map[string]string{"main/cpu": "l4"}},
+				{Kind: engine.Admit, Key: "ns/next", Flavors: map[string]string{"main/cpu": "l4"}},
+			},
+			asked: []string{"ns/job@a100", "ns/job@l4", "ns/next@a100", "ns/next@l4"},
+		},
+		"the next flavor's quota counts what this cycle admitted there": {
+			queue:   twoFlavors(engine.BestEffortFIFO),
+			pending: []engine.Workload{cpuJob("ns/one", "a", "3").Timestamp(1).Obj(), cpuJob("ns/two", "a", "3").Timestamp(2).Obj()},
+			place:   roomIn("l4"),
+			want: []summary{
+				{Kind: engine.Admit, Key: "ns/one", Flavors: map[string]string{"main/cpu": "l4"}},
+				{Kind: engine.Pending, Key: "ns/two", Reason: engine.NoPlacement, Parked: true, Message: "no worker has room in a100"},
+			},
+			asked: []string{"ns/one@a100", "ns/one@l4", "ns/two@a100"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			asked = nil
+			in := engine.Input{Flavors: []engine.ResourceFlavor{{Name: "a100"}, {Name: "l4"}, {Name: "h100"}}, ClusterQueues: []engine.ClusterQueue{tc.queue}}
+			ds, _, _ := runCycle(in, tc.pending, engine.Options{Place: tc.place})
+			if diff := cmp.Diff(tc.want, summarize(ds), cmpSummary); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.asked, asked); diff != "" {
+				t.Errorf("Place calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
