@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,17 +47,23 @@ func Summarize(cr *fleetq.CapacityReport) CapacitySummary {
 	return s
 }
 
+// PublishInterval is the least time between two writes of a worker's capacity annotation; a
+// fence or unfence is written at once. Under a burst a worker's report changes several times a
+// second, and each write would be one more on the management cluster's API server.
+const PublishInterval = 5 * time.Second
+
 // publishCapacity writes the connected worker's latest report summary into the
-// MultiKueueCluster's CapacityAnnotation when it changed; a worker without a report (or not
-// connected) keeps the last one written.
-func (c *Controller) publishCapacity(ctx context.Context, mkc *kueue.MultiKueueCluster) error {
+// MultiKueueCluster's CapacityAnnotation when it changed, at most once per PublishInterval
+// unless its fence changed; a worker without a report (or not connected) keeps the last one
+// written. It returns how long a change held back waits.
+func (c *Controller) publishCapacity(ctx context.Context, mkc *kueue.MultiKueueCluster) (time.Duration, error) {
 	w, h := c.Registry.Get(mkc.Name)
 	if w == nil || !h.Active {
-		return nil
+		return 0, nil
 	}
 	reports := &fleetq.CapacityReportList{}
 	if err := w.Client.List(ctx, reports); err != nil {
-		return fmt.Errorf("worker %s: listing capacity reports: %w", mkc.Name, err)
+		return 0, fmt.Errorf("worker %s: listing capacity reports: %w", mkc.Name, err)
 	}
 	var report *fleetq.CapacityReport
 	for i := range reports.Items {
@@ -65,16 +72,35 @@ func (c *Controller) publishCapacity(ctx context.Context, mkc *kueue.MultiKueueC
 		}
 	}
 	if report == nil {
-		return nil
+		return 0, nil
 	}
-	raw, err := json.Marshal(Summarize(report))
+	summary := Summarize(report)
+	raw, err := json.Marshal(summary)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if mkc.Annotations[CapacityAnnotation] == string(raw) {
-		return nil
+		return 0, nil
+	}
+	var prev CapacitySummary
+	fenceChanged := json.Unmarshal([]byte(mkc.Annotations[CapacityAnnotation]), &prev) != nil || prev.Fenced != summary.Fenced
+	clk := c.Registry.opts.Clock
+	c.mu.Lock()
+	last, ok := c.published[mkc.Name]
+	c.mu.Unlock()
+	if wait := PublishInterval - clk.Since(last); ok && !fenceChanged && wait > 0 {
+		return wait, nil
 	}
 	orig := mkc.DeepCopy()
 	metav1.SetMetaDataAnnotation(&mkc.ObjectMeta, CapacityAnnotation, string(raw))
-	return client.IgnoreNotFound(c.Client.Patch(ctx, mkc, client.MergeFrom(orig)))
+	if err := c.Client.Patch(ctx, mkc, client.MergeFrom(orig)); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	c.mu.Lock()
+	if c.published == nil {
+		c.published = map[string]time.Time{}
+	}
+	c.published[mkc.Name] = clk.Now()
+	c.mu.Unlock()
+	return 0, nil
 }

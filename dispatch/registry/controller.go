@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +45,10 @@ type Controller struct {
 	KubeconfigDir string
 	// Health receives the workers whose health changed (from Registry OnHealth).
 	Health chan event.TypedGenericEvent[*kueue.MultiKueueCluster]
+
+	mu sync.Mutex
+	// published is when each worker's capacity annotation was last written.
+	published map[string]time.Time
 }
 
 // HealthChanged is the Registry's OnHealth hook: it refreshes the worker's condition.
@@ -89,6 +95,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			c.Registry.Remove(req.Name)
 			metrics.ForgetWorker(req.Name)
+			c.mu.Lock()
+			delete(c.published, req.Name)
+			c.mu.Unlock()
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -108,13 +117,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.writeCondition(ctx, mkc, h); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := c.publishCapacity(ctx, mkc); err != nil {
+	held, err := c.publishCapacity(ctx, mkc)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if !h.Active {
 		return reconcile.Result{RequeueAfter: c.Registry.opts.ProbeInterval}, nil
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: held}, nil
 }
 
 // kubeconfig reads a worker's kubeconfig from where its MultiKueueCluster says.
