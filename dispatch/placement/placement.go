@@ -8,7 +8,6 @@ package placement
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -454,19 +453,12 @@ func fit(nodes []node, r *report, req Request) (nodefit.Result, string) {
 }
 
 func flavorsOf(a *engine.Admission, podSet string) []string {
-	var out []string
-	for _, ps := range a.PodSets {
-		if ps.Name != podSet {
-			continue
-		}
-		for _, f := range ps.Flavors {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
+	for i := range a.PodSets {
+		if a.PodSets[i].Name == podSet {
+			return a.PodSets[i].FlavorNames()
 		}
 	}
-	sort.Strings(out)
-	return out
+	return nil
 }
 
 func hasAll(have, want []string) bool {

@@ -3,7 +3,6 @@ package engine
 import (
 	"container/heap"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -327,10 +326,8 @@ func (c *cycle) admit(e *entry, adm *Admission, borrows bool) {
 func (c *cycle) placeInOtherFlavors(e *entry, adm *Admission, why string) (*Admission, bool, string) {
 	noRoom := map[string]bool{}
 	for {
-		for _, ps := range adm.PodSets {
-			for _, f := range ps.Flavors {
-				noRoom[f] = true
-			}
+		for _, f := range adm.FlavorNames() {
+			noRoom[f] = true
 		}
 		asg := c.assign(e.w, e.cq, e.demand, noRoom)
 		if asg.mode != fits {
@@ -342,22 +339,8 @@ func (c *cycle) placeInOtherFlavors(e *entry, adm *Admission, why string) (*Admi
 			e.asg = asg
 			return adm, true, ""
 		}
-		why += "; in " + flavorList(adm) + " instead: " + alsoWhy
+		why += "; in flavor " + strings.Join(adm.FlavorNames(), ", ") + " instead: " + alsoWhy
 	}
-}
-
-// flavorList names an admission's flavors, sorted, for messages.
-func flavorList(adm *Admission) string {
-	var names []string
-	for _, ps := range adm.PodSets {
-		for _, f := range ps.Flavors {
-			if !slices.Contains(names, f) {
-				names = append(names, f)
-			}
-		}
-	}
-	slices.Sort(names)
-	return "flavor " + strings.Join(names, ", ")
 }
 
 // unplaced leaves a workload pending with NoPlacement, taking no quota: parked under

@@ -192,8 +192,7 @@ func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *grou
 		}
 		compatible++
 		if noRoom[f.name] {
-			failed = append(failed, fmt.Sprintf("flavor %s: no worker has room", f.name))
-			continue
+			continue // only placeInOtherFlavors passes noRoom; it keeps the placement's reasons
 		}
 		mode := fits
 		var short *shortfall

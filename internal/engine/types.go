@@ -1,6 +1,10 @@
 package engine
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ResourceFlavor is one kind of hardware: the node labels and taints its nodes carry, and the
 // tolerations Kueue injects into pods admitted on it.
@@ -146,10 +150,32 @@ type PodSetAssignment struct {
 	Usage   map[corev1.ResourceName]int64
 }
 
+// FlavorNames lists the flavors the pod set holds quota in, sorted, each once.
+func (p *PodSetAssignment) FlavorNames() []string {
+	var out []string
+	for _, f := range p.Flavors {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Admission is where a workload's quota is held.
 type Admission struct {
 	ClusterQueue string
 	PodSets      []PodSetAssignment
+}
+
+// FlavorNames lists the flavors of every pod set, sorted, each once.
+func (a *Admission) FlavorNames() []string {
+	var out []string
+	for i := range a.PodSets {
+		out = append(out, a.PodSets[i].FlavorNames()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Workload is the unit of admission. Pending workloads have a nil Admission.
