@@ -425,6 +425,8 @@ func nodesReady(ctx context.Context, cs kubernetes.Interface, spec lab.ClusterSp
 	return true
 }
 
+// markNodesReady does for an API-server-only cluster what kwok and the node lifecycle controller
+// do in a full one: the nodes report Ready and lose the not-ready taint.
 func markNodesReady(ctx context.Context, cs kubernetes.Interface, spec lab.ClusterSpec) error {
 	now := metav1.Now()
 	for _, n := range lab.Nodes(spec) {
@@ -437,8 +439,26 @@ func markNodesReady(ctx context.Context, cs kubernetes.Interface, spec lab.Clust
 			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "FleetqLab",
 			Message: "API-server-only lab: marked Ready at registration", LastHeartbeatTime: now, LastTransitionTime: now,
 		}}
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		node, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if err != nil {
 			return fmt.Errorf("cluster %q: mark node %q Ready: %w", spec.Name, n.Name, err)
+		}
+		// The API server's TaintNodesByCondition admission gives a new node the not-ready taint;
+		// the node lifecycle controller, which would lift it once the node is Ready, does not run
+		// here. Left on, every reader of schedulable capacity (the scheduler, fleetq's agent)
+		// sees no node at all.
+		kept := node.Spec.Taints[:0]
+		for _, t := range node.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady && t.Key != corev1.TaintNodeUnreachable {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(node.Spec.Taints) {
+			continue
+		}
+		node.Spec.Taints = kept
+		if _, err := cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("cluster %q: lift node %q's not-ready taint: %w", spec.Name, n.Name, err)
 		}
 	}
 	return nil
