@@ -12,10 +12,10 @@ import (
 	"github.com/fleetq/fleetq/internal/engine/queue"
 )
 
-// benchWorld is a deterministic cluster: cqs queues in 10 cohorts, two flavors of cpu and
+// benchWorld is a deterministic cluster: cqs queues in cohorts cohorts, two flavors of cpu and
 // memory, and pending workloads whose total demand is about twice the total quota, so a cycle
 // both admits (about half) and rejects (and parks) a lot.
-func benchWorld(pending, cqs int, reclaim bool) (engine.Input, []engine.Workload) {
+func benchWorld(pending, cqs, cohorts int, reclaim bool) (engine.Input, []engine.Workload) {
 	r := rand.New(rand.NewSource(int64(pending*7 + cqs)))
 	perQueue := max(1, pending/cqs)
 	// Mean request is 2.5 pods × 2.5 cpu; quota per flavor covers a quarter of the demand.
@@ -25,7 +25,7 @@ func benchWorld(pending, cqs int, reclaim bool) (engine.Input, []engine.Workload
 		MakeFlavor("spot").NodeLabel("capacity", "spot").Obj(),
 	}}
 	for i := 0; i < cqs; i++ {
-		cq := MakeClusterQueue(fmt.Sprintf("cq-%04d", i)).Cohort(fmt.Sprintf("cohort-%d", i%10)).ResourceGroup(
+		cq := MakeClusterQueue(fmt.Sprintf("cq-%04d", i)).Cohort(fmt.Sprintf("cohort-%d", i%cohorts)).ResourceGroup(
 			MakeFlavorQuotas("on-demand").Resource("cpu", fmt.Sprint(cpuPerFlavor)).Resource("memory", fmt.Sprintf("%dGi", 4*cpuPerFlavor)).Obj(),
 			MakeFlavorQuotas("spot").Resource("cpu", fmt.Sprint(cpuPerFlavor)).Resource("memory", fmt.Sprintf("%dGi", 4*cpuPerFlavor)).Obj(),
 		)
@@ -67,37 +67,50 @@ func BenchmarkCycle(b *testing.B) { benchmarkCycle(b, false) }
 // reclaiming in the cohort: every head that does not fit runs a victim search.
 func BenchmarkCyclePreempting(b *testing.B) { benchmarkCycle(b, true) }
 
-func benchmarkCycle(b *testing.B, reclaim bool) {
+// cycleShape is one world of the cycle benchmarks.
+type cycleShape struct{ pending, cqs, cohorts int }
+
+// cycleShapes are a grid in 10 cohorts, and issue 19's scale scenario (20k pending over 500
+// queues in 20 cohorts).
+func cycleShapes() []cycleShape {
+	var out []cycleShape
 	for _, pending := range []int{1_000, 10_000, 100_000} {
 		for _, cqs := range []int{100, 1_000} {
-			b.Run(fmt.Sprintf("pending=%s/cqs=%s", short(pending), short(cqs)), func(b *testing.B) {
-				in, ws := benchWorld(pending, cqs, reclaim)
-				snap := engine.NewSnapshot(in)
-				admitted, preemptions := 0, 0
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					q := fillQueues(ws)
-					b.StartTimer()
-					for _, d := range engine.Run(snap, q, engine.Options{}) {
-						switch d.Kind {
-						case engine.Admit:
-							admitted++
-						case engine.Preempt:
-							preemptions++
-						}
+			out = append(out, cycleShape{pending, cqs, 10})
+		}
+	}
+	return append(out, cycleShape{20_000, 500, 20})
+}
+
+func benchmarkCycle(b *testing.B, reclaim bool) {
+	for _, shape := range cycleShapes() {
+		b.Run(fmt.Sprintf("pending=%s/cqs=%s/cohorts=%d", short(shape.pending), short(shape.cqs), shape.cohorts), func(b *testing.B) {
+			in, ws := benchWorld(shape.pending, shape.cqs, shape.cohorts, reclaim)
+			snap := engine.NewSnapshot(in)
+			admitted, preemptions := 0, 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				q := fillQueues(ws)
+				b.StartTimer()
+				for _, d := range engine.Run(snap, q, engine.Options{}) {
+					switch d.Kind {
+					case engine.Admit:
+						admitted++
+					case engine.Preempt:
+						preemptions++
 					}
 				}
-				b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
-				if reclaim {
-					b.ReportMetric(float64(preemptions)/float64(b.N), "preemptions/op")
-				}
-				if admitted > 0 {
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(admitted), "ns/admission")
-				}
-			})
-		}
+			}
+			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
+			if reclaim {
+				b.ReportMetric(float64(preemptions)/float64(b.N), "preemptions/op")
+			}
+			if admitted > 0 {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(admitted), "ns/admission")
+			}
+		})
 	}
 }
 
