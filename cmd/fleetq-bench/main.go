@@ -19,10 +19,10 @@ import (
 )
 
 func main() {
-	scenarios := flag.String("scenarios", "e2e/bench/scenarios/single-baseline.yaml,e2e/bench/scenarios/multi-burst.yaml,e2e/bench/scenarios/multi-pressure.yaml", "comma-separated scenario files, in report order")
+	scenarios := flag.String("scenarios", "e2e/bench/scenarios/single-baseline.yaml,e2e/bench/scenarios/multi-burst.yaml,e2e/bench/scenarios/multi-pressure.yaml,e2e/bench/scenarios/multi-steady.yaml", "comma-separated scenario files, in report order")
 	systems := flag.String("systems", "fleetq,kueue,direct", "comma-separated systems to run: fleetq, kueue, direct (jobs created straight where they run: the lab's ceiling)")
 	runs := flag.Int("runs", 1, "runs per scenario and system; each figure is their median, with min and max")
-	scale := flag.Float64("scale", 1, "multiplies every scenario's node pools and job counts (1 = full size)")
+	scale := flag.Float64("scale", 1, "multiplies every scenario's node pools, job counts and steady rates (1 = full size)")
 	qps := flag.Float64("qps", 200, "client QPS of every fleetq and Kueue client (manager, remote, agents)")
 	burst := flag.Int("burst", 400, "client burst of every fleetq and Kueue client")
 	loadQPS := flag.Float64("load-qps", 1000, "QPS of the bench's own load client")

@@ -55,24 +55,86 @@ func (c RequestCounts) Minus(o RequestCounts) RequestCounts {
 	return out
 }
 
-// scrapeRequests reads apiserver_request_total from an API server's /metrics, summed by verb (every
-// client: the metric has no client label; the audit log has).
-func scrapeRequests(ctx context.Context, cs kubernetes.Interface) (RequestCounts, error) {
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("apiserver /metrics: %w", err)
-	}
-	return parseRequestTotal(strings.NewReader(string(body)))
+// APIMetrics are the counters the bench reads from an API server's /metrics.
+type APIMetrics struct {
+	// Requests is apiserver_request_total summed by verb (every client: the metric has no client
+	// label; the audit log has).
+	Requests RequestCounts
+	// Webhooks is apiserver_admission_webhook_admission_duration_seconds per webhook and
+	// operation ("mjob.fleetq.dev CREATE").
+	Webhooks Webhooks
 }
 
-// parseRequestTotal sums apiserver_request_total samples by their verb label.
-func parseRequestTotal(r io.Reader) (RequestCounts, error) {
-	out := RequestCounts{}
+// WebhookTime is how often an API server called admission webhooks and how long it waited.
+type WebhookTime struct {
+	Calls, Seconds float64
+}
+
+// Webhooks are webhook calls by webhook name and operation.
+type Webhooks map[string]WebhookTime
+
+// Minus is w - o per webhook and operation.
+func (w Webhooks) Minus(o Webhooks) Webhooks {
+	out := Webhooks{}
+	for k, t := range w {
+		if d := (WebhookTime{Calls: t.Calls - o[k].Calls, Seconds: t.Seconds - o[k].Seconds}); d.Calls != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// Total sums every webhook and operation.
+func (w Webhooks) Total() WebhookTime {
+	var t WebhookTime
+	for _, x := range w {
+		t.Calls, t.Seconds = t.Calls+x.Calls, t.Seconds+x.Seconds
+	}
+	return t
+}
+
+// webhookMetric is the API server's histogram of the time each admission webhook call took.
+const webhookMetric = "apiserver_admission_webhook_admission_duration_seconds"
+
+// scrapeMetrics reads an API server's /metrics.
+func scrapeMetrics(ctx context.Context, cs kubernetes.Interface) (APIMetrics, error) {
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return APIMetrics{}, fmt.Errorf("apiserver /metrics: %w", err)
+	}
+	return parseMetrics(strings.NewReader(string(body)))
+}
+
+// parseMetrics sums apiserver_request_total samples by their verb label, and the webhook
+// histogram's _count and _sum per webhook and operation (over its types and outcomes).
+func parseMetrics(r io.Reader) (APIMetrics, error) {
+	out := APIMetrics{Requests: RequestCounts{}, Webhooks: Webhooks{}}
+	hook := func(labels string) string { return labelValue(labels, "name") + " " + labelValue(labels, "operation") }
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		name, _, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		var add func(labels string, v float64)
+		switch name {
+		case "apiserver_request_total":
+			add = func(labels string, v float64) { out.Requests[strings.ToLower(labelValue(labels, "verb"))] += v }
+		case webhookMetric + "_count":
+			add = func(labels string, v float64) {
+				t := out.Webhooks[hook(labels)]
+				t.Calls += v
+				out.Webhooks[hook(labels)] = t
+			}
+		case webhookMetric + "_sum":
+			add = func(labels string, v float64) {
+				t := out.Webhooks[hook(labels)]
+				t.Seconds += v
+				out.Webhooks[hook(labels)] = t
+			}
+		default:
 			continue
 		}
 		end := strings.LastIndexByte(line, '}')
@@ -81,10 +143,9 @@ func parseRequestTotal(r io.Reader) (RequestCounts, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("apiserver_request_total: %q: %w", line, err)
+			return APIMetrics{}, fmt.Errorf("%s: %q: %w", name, line, err)
 		}
-		verb := labelValue(line[:end], "verb")
-		out[strings.ToLower(verb)] += v
+		add(line[:end], v)
 	}
 	return out, sc.Err()
 }

@@ -114,7 +114,7 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 			systems[name] = func() System { return &Kueue{Knobs: o.Knobs, Binary: bin, ModuleDir: modDir} }
 		case DirectName:
 			rep.Meta.Notes = append(rep.Meta.Notes,
-				"direct is the lab's ceiling: the bench creates each job straight in a cluster that runs jobs, with its flavor's node selector and tolerations, spread over the node pools a job fits in proportion to their capacity, through load clients sharing one rate limiter; no queue, priority or preemption. fleetq / direct compares fleetq with it (throughput: ≤ 1, the closer the better; time figures: ≥ 1, the closer the better). It does not run chain scenarios (no job waits for another).")
+				"direct is the lab's ceiling: the bench creates each job straight in a cluster that runs jobs, with its flavor's node selector and tolerations, spread over the node pools a job fits in proportion to their capacity, through load clients sharing one rate limiter; no queue, priority or preemption. fleetq / direct compares fleetq with it (throughput: ≤ 1, the closer the better; time figures: ≥ 1, the closer the better). It does not run chain or probe scenarios (no job waits for another).")
 			systems[name] = func() System { return &Direct{} }
 		default:
 			return nil, fmt.Errorf("bench: unknown system %q (want fleetq, kueue or direct)", name)
@@ -124,8 +124,8 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 	for _, s := range scenarios {
 		for run := 1; run <= o.Runs; run++ {
 			for _, name := range o.Systems {
-				if name == DirectName && s.Chain > 0 {
-					continue
+				if name == DirectName && (s.Chain > 0 || s.Probes > 0) {
+					continue // no queue: no job waits for another
 				}
 				dir := filepath.Join(out, "runs", fmt.Sprintf("%s-%s-%d", s.Name, name, run))
 				_ = os.RemoveAll(dir)

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,12 +45,19 @@ func TestScenarioShapes(t *testing.T) {
 		jobs     int
 		capacity float64
 		queues   int
+		rate     float64
 	}{
 		"single baseline":         {file: "single-baseline.yaml", scale: 1, jobs: 900, capacity: 768, queues: 30},
 		"multi burst, full":       {file: "multi-burst.yaml", scale: 1, jobs: 1000, capacity: 1024, queues: 2},
 		"multi burst, issue 6":    {file: "multi-burst.yaml", scale: 0.2, jobs: 200, capacity: 212, queues: 2},
 		"multi pressure":          {file: "multi-pressure.yaml", scale: 1, jobs: 190, capacity: 192, queues: 3},
 		"chain ignores the scale": {file: "single-chain.yaml", scale: 0.1, jobs: 21, capacity: 96, queues: 1},
+		"multi steady":            {file: "multi-steady.yaml", scale: 1, jobs: 1050, capacity: 212, queues: 2, rate: 3.5},
+		// A scaled steady wave keeps its 5 minutes: the rate shrinks with the count.
+		"multi steady, scaled": {file: "multi-steady.yaml", scale: 0.1, jobs: 105, capacity: 20, queues: 2, rate: 0.35},
+		"multi scale":          {file: "multi-scale.yaml", scale: 1, jobs: 21000, capacity: 1160, queues: 500},
+		// A probe scenario keeps its nodes (each queue's quota still fits a job) and loses cohorts.
+		"multi scale, scaled": {file: "multi-scale.yaml", scale: 0.1, jobs: 2100, capacity: 1160, queues: 50},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -55,10 +66,10 @@ func TestScenarioShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			s = s.Scaled(tc.scale)
-			got := []float64{float64(s.Jobs(1)), s.capacity(), float64(s.QueueCount())}
-			want := []float64{float64(tc.jobs), tc.capacity, float64(tc.queues)}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("jobs, capacity, queues (-want +got):\n%s", diff)
+			got := []float64{float64(s.Jobs(1)), s.capacity(), float64(s.QueueCount()), s.Waves[0].Rate}
+			want := []float64{float64(tc.jobs), tc.capacity, float64(tc.queues), tc.rate}
+			if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("jobs, capacity, queues, first wave's rate (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -157,18 +168,28 @@ func TestPercentileAndSpread(t *testing.T) {
 	}
 }
 
-func TestParseRequestTotal(t *testing.T) {
+func TestParseMetrics(t *testing.T) {
 	metrics := `# HELP apiserver_request_total Counter of apiserver requests
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 3
 apiserver_request_total{code="201",component="apiserver",dry_run="",group="batch",resource="jobs",scope="namespace",subresource="",verb="POST",version="v1"} 10
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="batch",resource="jobs",scope="namespace",subresource="status",verb="PATCH",version="v1"} 7
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
 apiserver_request_duration_seconds_bucket{verb="POST",le="0.1"} 99
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="mjob.fleetq.dev",operation="CREATE",rejected="false",type="admit",le="0.005"} 8
+apiserver_admission_webhook_admission_duration_seconds_sum{name="mjob.fleetq.dev",operation="CREATE",rejected="false",type="admit"} 0.25
+apiserver_admission_webhook_admission_duration_seconds_count{name="mjob.fleetq.dev",operation="CREATE",rejected="false",type="admit"} 10
+apiserver_admission_webhook_admission_duration_seconds_sum{name="vjob.fleetq.dev",operation="CREATE",rejected="true",type="validating"} 0.05
+apiserver_admission_webhook_admission_duration_seconds_count{name="vjob.fleetq.dev",operation="CREATE",rejected="true",type="validating"} 2
 `
-	got, err := parseRequestTotal(strings.NewReader(metrics))
+	m, err := parseMetrics(strings.NewReader(metrics))
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := Webhooks{"mjob.fleetq.dev CREATE": {Calls: 10, Seconds: 0.25}, "vjob.fleetq.dev CREATE": {Calls: 2, Seconds: 0.05}}
+	if diff := cmp.Diff(want, m.Webhooks, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("webhooks (-want +got):\n%s", diff)
+	}
+	got := m.Requests
 	if diff := cmp.Diff(RequestCounts{"list": 3, "post": 10, "patch": 7, "watch": 2}, got); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
@@ -246,8 +267,10 @@ func TestComputeFigures(t *testing.T) {
 			ManagementCluster: {"manager": {"patch": 4, "get": 2}, "other": {"create": 2}},
 			"us-east":         {"manager": {"create": 2}, "agent": {"patch": 6, "watch": 1}},
 		},
-		Requests: map[string]RequestCounts{ManagementCluster: {"post": 2, "patch": 4, "get": 2}, "us-east": {"post": 2, "patch": 6}},
-		Procs:    []ProcResult{{Role: "manager", CPUSeconds: 1.5, PeakRSSMiB: 80}, {Role: "agent", CPUSeconds: 0.5}},
+		Requests:   map[string]RequestCounts{ManagementCluster: {"post": 2, "patch": 4, "get": 2}, "us-east": {"post": 2, "patch": 6}},
+		Procs:      []ProcResult{{Role: "manager", CPUSeconds: 1.5, PeakRSSMiB: 80}, {Role: "agent", CPUSeconds: 0.5}},
+		SubmitSpan: 3 * time.Second, BareSubmitSpan: 2 * time.Second,
+		Webhooks: map[string]Webhooks{ManagementCluster: {"m CREATE": {Calls: 2, Seconds: 0.01}, "v CREATE": {Calls: 1, Seconds: 0.01}}, "us-east": {"m CREATE": {Calls: 1, Seconds: 0.01}}},
 	}
 	got := Compute(r)
 	want := map[string]float64{
@@ -263,11 +286,130 @@ func TestComputeFigures(t *testing.T) {
 		"all clients requests/wl (apiserver_request_total, all clusters)": 8,
 		"all clients writes/wl (apiserver_request_total, all clusters)":   7,
 		"manager writes/admitted wl":                                      2,
+		"first wave's creates":                                            3, "first wave's creates, nothing installed": 2,
+		"submission slowdown (creates / nothing installed)": 1.5,
+		"admission webhook calls/wl (all clusters)":         2, "admission webhook time per call": 7.5,
 		// Held: 2 of 4 at t=1,2 and t=6..9; 4 of 4 at t=3,4,5; none at t=0 and t=10 → 50% over 11 samples.
 		"mean quota utilisation": 100 * (2*2 + 4*3 + 2*4) / 4.0 / 11,
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("figures (-want +got):\n%s", diff)
+	}
+}
+
+func TestSubmissionIsTimedAgainstABareClusterOnlyForABurstOnTheManagementCluster(t *testing.T) {
+	burst := &Scenario{Waves: []Wave{{Count: 10}}}
+	steady := &Scenario{Waves: []Wave{{Count: 10, Rate: 2}}}
+	chain := &Scenario{Chain: 3, Waves: []Wave{{Count: 4}}}
+	cases := map[string]struct {
+		s    *Scenario
+		sys  System
+		want bool
+	}{
+		"a burst to fleetq":          {burst, &Fleetq{}, true},
+		"a burst to Kueue":           {burst, &Kueue{}, true},
+		"a burst created in workers": {burst, &Direct{}, false},
+		"a steady arrival":           {steady, &Fleetq{}, false},
+		"a chain":                    {chain, &Fleetq{}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := measuresSubmission(tc.s, tc.sys); got != tc.want {
+				t.Errorf("measuresSubmission = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProbeScenarioValidation(t *testing.T) {
+	cases := map[string]struct {
+		change func(s *Scenario)
+		want   string
+	}{
+		"as checked in":                 {func(*Scenario) {}, ""},
+		"apiserver mode without probes": {func(s *Scenario) { s.Probes = 0 }, "runs no pod, so no job finishes: set probes"},
+		"one probe":                     {func(s *Scenario) { s.Probes = 1 }, "set probes to 2 or more"},
+		"probes and a chain":            {func(s *Scenario) { s.Chain = 3 }, "probes and chain measure different things"},
+		"a quota too small for a job":   {func(s *Scenario) { s.Queues.NominalShare = 0.001 }, `fits no "gpu" job in any flavor; raise nominalShare or add nodes`},
+		"an unknown mode":               {func(s *Scenario) { s.Mode = "pods" }, `mode "pods" is neither full nor apiserver`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := LoadScenario(filepath.Join("scenarios", "multi-scale.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(s)
+			err = s.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestProbeQueuesHaveNoCohortAndATeamOfTheirOwn(t *testing.T) {
+	s, err := LoadScenario(filepath.Join("scenarios", "multi-scale.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = s.Scaled(0.05) // 1 cohort × 25 queues, 6 probes
+	cohorts, namespaces := map[string]string{}, 0
+	for _, o := range managementObjects(s) {
+		switch o := o.(type) {
+		case *kueue.ClusterQueue:
+			cohorts[o.Name] = string(o.Spec.CohortName)
+		case *corev1.Namespace:
+			namespaces++
+		}
+	}
+	if len(cohorts) != 31 || namespaces != 31 {
+		t.Fatalf("%d ClusterQueues and %d namespaces, want 25 + 6 probes of each", len(cohorts), namespaces)
+	}
+	if cohorts[ClusterQueueName(24)] != "cohort-0" || cohorts[ClusterQueueName(25)] != "" || cohorts[ClusterQueueName(30)] != "" {
+		t.Errorf("cohorts %v: the load's queues share cohort-0, the probes (cq-25…cq-30) none", cohorts)
+	}
+	for _, sub := range plan(s)[0] {
+		if s.isProbe(sub.queue) {
+			t.Fatalf("the load submits to probe queue %d", sub.queue)
+		}
+	}
+	recs := withoutProbes(s, []Record{{Key: "team-3/gpu-3", Queue: 3}, {Key: probeKey(25), Queue: 25}})
+	if len(recs) != 1 || recs[0].Queue != 3 {
+		t.Errorf("withoutProbes kept %v, want only the load's record", recs)
+	}
+}
+
+func TestScaleFigures(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	r := &RunResult{Start: t0, End: t0.Add(time.Minute), Finished: true, Records: []Record{{Submitted: t0}},
+		Scale: &ScaleResult{Settled: t0.Add(40 * time.Second), Reserved: 1000, Pending: 20000,
+			Probes:  []time.Duration{300 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
+			Restart: 8 * time.Second, RestartCreated: 5 * time.Second, RestartPeakRSSMiB: 150}}
+	got := Compute(r)
+	want := map[string]float64{
+		"pending when settled": 20000, "load reserved (first submit→last reservation)": 40,
+		"one job's quota, the load waiting elsewhere, p50": 0.2, "one job's quota, the load waiting elsewhere, max": 0.3,
+		"manager restart→first admission": 8, "manager restart→webhook took the job": 5, "manager peak RSS after restart": 150,
+	}
+	for k, v := range want {
+		if math.Abs(got[k]-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func TestScenarioRefusesANegativeRate(t *testing.T) {
+	s, err := LoadScenario(filepath.Join("scenarios", "multi-steady.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Waves[0].Rate = -1
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "rate -1 is negative") {
+		t.Errorf("err = %v, want one naming the negative rate", err)
 	}
 }
 
@@ -425,4 +567,46 @@ webhooks:
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("webhooks (-want +got):\n%s", diff)
 	}
+}
+
+func TestSettleWaitsForTheLoadQueuedAndReservationsSteady(t *testing.T) {
+	quiet := func(string, ...any) {}
+	t.Run("some reserved", func(t *testing.T) {
+		rec := NewRecorder()
+		now := time.Now()
+		for i, reserved := range []bool{true, false, true} {
+			r := rec.Expect(fmt.Sprintf("team-0/gpu-%d", i), "gpu", 0, 1)
+			rec.Mark(r.Key, func(r *Record) {
+				r.Queued = now
+				if reserved {
+					r.QuotaReserved = now
+				}
+			})
+		}
+		got, err := settle(context.Background(), rec, 3, 100*time.Millisecond, nil, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reserved != 2 || got.Pending != 1 {
+			t.Errorf("reserved %d, pending %d; want 2 and 1", got.Reserved, got.Pending)
+		}
+	})
+	t.Run("nothing reserved", func(t *testing.T) {
+		rec := NewRecorder()
+		r := rec.Expect("team-0/gpu-0", "gpu", 0, 1)
+		rec.Mark(r.Key, func(r *Record) { r.Queued = time.Now() })
+		_, err := settle(context.Background(), rec, 1, 100*time.Millisecond, nil, quiet)
+		if err == nil || !strings.Contains(err.Error(), "none of the 1 workloads got quota") {
+			t.Errorf("err = %v, want one saying nothing got quota", err)
+		}
+	})
+	t.Run("not all queued", func(t *testing.T) {
+		rec := NewRecorder()
+		rec.Expect("team-0/gpu-0", "gpu", 0, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := settle(ctx, rec, 1, 100*time.Millisecond, nil, quiet); err == nil || !strings.Contains(err.Error(), "0 of 1 workloads queued") {
+			t.Errorf("err = %v, want one saying the load is not queued", err)
+		}
+	})
 }

@@ -119,24 +119,29 @@ func TestReportComparesFleetqWithKueueAndTheCeiling(t *testing.T) {
 		}
 	}
 	// Kueue took 12 s, fleetq 3 s (4× better), direct 2 s (fleetq at 1.5× the ceiling).
-	if !strings.HasSuffix(row, " 4.00× | 1.50 |") {
-		t.Errorf("submit→running p50 row = %q, want Kueue's ratio 4.00× then fleetq / direct 1.50", row)
+	if !strings.HasSuffix(row, " 4.00× | 1.50 (+1.00 s) |") {
+		t.Errorf("submit→running p50 row = %q, want Kueue's ratio 4.00× then fleetq / direct 1.50, 1 s more", row)
 	}
 }
 
 func TestOfCeiling(t *testing.T) {
+	rate, latency := figureDef{Name: "dispatched/s (running)", Unit: "1/s"}, figureDef{Name: "submit→running p95", Unit: "s"}
 	cases := map[string]struct {
+		fd             figureDef
 		fleetq, direct Spread
 		want           string
 	}{
-		"ratio":               {Spread{Median: 3, N: 1}, Spread{Median: 2, N: 1}, "1.50"},
-		"fleetq timed out":    {Spread{Median: 3, N: 1, LowerBound: true}, Spread{Median: 2, N: 1}, "≥ 1.50"},
-		"direct timed out":    {Spread{Median: 3, N: 1}, Spread{Median: 2, N: 1, LowerBound: true}, "?"},
-		"direct not measured": {Spread{Median: 3, N: 1}, Spread{}, ""},
+		"ratio":                  {rate, Spread{Median: 3, N: 1}, Spread{Median: 2, N: 1}, "1.50"},
+		"a time with its excess": {latency, Spread{Median: 2.5, N: 1}, Spread{Median: 2, N: 1}, "1.25 (+0.50 s)"},
+		"a time below direct's":  {latency, Spread{Median: 1.5, N: 1}, Spread{Median: 2, N: 1}, "0.75 (-0.50 s)"},
+		"fleetq timed out":       {rate, Spread{Median: 3, N: 1, LowerBound: true}, Spread{Median: 2, N: 1}, "≥ 1.50"},
+		"a time, timed out":      {latency, Spread{Median: 3, N: 1, LowerBound: true}, Spread{Median: 2, N: 1}, "≥ 1.50 (≥ +1.00 s)"},
+		"direct timed out":       {rate, Spread{Median: 3, N: 1}, Spread{Median: 2, N: 1, LowerBound: true}, "?"},
+		"direct not measured":    {rate, Spread{Median: 3, N: 1}, Spread{}, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := ofCeiling(tc.fleetq, tc.direct); got != tc.want {
+			if got := ofCeiling(tc.fd, tc.fleetq, tc.direct); got != tc.want {
 				t.Errorf("ofCeiling = %q, want %q", got, tc.want)
 			}
 		})
@@ -157,5 +162,22 @@ func TestDirectRunHasNoManagerFigures(t *testing.T) {
 	}
 	if got["all clients writes/wl (apiserver_request_total, all clusters)"] != 1 {
 		t.Errorf("all clients writes/wl = %v, want 1: the API servers' own count stays", got["all clients writes/wl (apiserver_request_total, all clusters)"])
+	}
+}
+
+func TestReportListsEachWebhooksCallsAndWait(t *testing.T) {
+	r := &RunResult{System: "fleetq", Records: make([]Record, 4),
+		Webhooks: map[string]Webhooks{ManagementCluster: {"mjob.fleetq.dev CREATE": {Calls: 4, Seconds: 0.1}, "vjob.fleetq.dev UPDATE": {Calls: 2, Seconds: 0.01}}}}
+	got := webhooksTable("fleetq", r)
+	for _, row := range []string{
+		"| management | mjob.fleetq.dev CREATE | 4 | 1.00 | 25.0 |",
+		"| management | vjob.fleetq.dev UPDATE | 2 | 0.50 | 5.0 |",
+	} {
+		if !strings.Contains(got, row) {
+			t.Errorf("no row %q in:\n%s", row, got)
+		}
+	}
+	if webhooksTable(DirectName, &RunResult{}) != "" {
+		t.Errorf("a run without webhook calls gets a table")
 	}
 }

@@ -27,6 +27,11 @@ var Figures = []figureDef{
 	{"submit→running p95", "s", -1},
 	{"submit→running p99", "s", -1},
 	{"makespan (first submit→last finished)", "s", -1},
+	{"first wave's creates", "s", -1},
+	{"first wave's creates, nothing installed", "s", 0},
+	{"submission slowdown (creates / nothing installed)", "×", -1},
+	{"admission webhook calls/wl (all clusters)", "", -1},
+	{"admission webhook time per call", "ms", -1},
 	{"evictions", "", 0},
 	{"mean quota utilisation", "%", +1},
 	{"manager CPU", "s", -1},
@@ -41,6 +46,13 @@ var Figures = []figureDef{
 	{"agent writes/wl (workers)", "", -1},
 	{"all clients requests/wl (apiserver_request_total, all clusters)", "", -1},
 	{"all clients writes/wl (apiserver_request_total, all clusters)", "", -1},
+	{"pending when settled", "", 0},
+	{"load reserved (first submit→last reservation)", "s", -1},
+	{"one job's quota, the load waiting elsewhere, p50", "s", -1},
+	{"one job's quota, the load waiting elsewhere, max", "s", -1},
+	{"manager restart→first admission", "s", -1},
+	{"manager restart→webhook took the job", "s", 0},
+	{"manager peak RSS after restart", "MiB", -1},
 	{"deletion→next unsuspended p50", "s", -1},
 	{"deletion→next unsuspended p95", "s", -1},
 	{"manager writes/admitted wl", "", -1},
@@ -54,6 +66,7 @@ var cumulativeFigures = []string{
 	"agent requests/wl (workers)", "agent writes/wl (workers)",
 	"all clients requests/wl (apiserver_request_total, all clusters)",
 	"all clients writes/wl (apiserver_request_total, all clusters)",
+	"admission webhook calls/wl (all clusters)",
 }
 
 // Compute turns a run into its figures (absent ones are left out).
@@ -143,6 +156,22 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 	if r.Finished && !lastFinish.IsZero() {
 		f["makespan (first submit→last finished)"] = lastFinish.Sub(r.Start).Seconds()
 	}
+	if r.SubmitSpan > 0 {
+		f["first wave's creates"] = r.SubmitSpan.Seconds()
+		if r.BareSubmitSpan > 0 {
+			f["first wave's creates, nothing installed"] = r.BareSubmitSpan.Seconds()
+			f["submission slowdown (creates / nothing installed)"] = r.SubmitSpan.Seconds() / r.BareSubmitSpan.Seconds()
+		}
+	}
+	var hooks WebhookTime
+	for _, w := range r.Webhooks {
+		t := w.Total()
+		hooks.Calls, hooks.Seconds = hooks.Calls+t.Calls, hooks.Seconds+t.Seconds
+	}
+	if hooks.Calls > 0 && n > 0 {
+		f["admission webhook calls/wl (all clusters)"] = hooks.Calls / n
+		f["admission webhook time per call"] = 1000 * hooks.Seconds / hooks.Calls
+	}
 	for _, p := range r.Procs {
 		switch p.Role {
 		case "manager":
@@ -200,6 +229,23 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 	}
 	if r.Capacity > 0 && r.Finished && holdsQuota(r) {
 		f["mean quota utilisation"] = MeanUtilisation(Timeline(r, r.Capacity, time.Second))
+	}
+	if sc := r.Scale; sc != nil && !sc.Settled.IsZero() {
+		f["pending when settled"] = float64(sc.Pending)
+		f["load reserved (first submit→last reservation)"] = sc.Settled.Sub(r.Start).Seconds()
+		if len(sc.Probes) > 0 {
+			var ps []float64
+			for _, p := range sc.Probes {
+				ps = append(ps, p.Seconds())
+			}
+			f["one job's quota, the load waiting elsewhere, p50"] = Percentile(ps, 50)
+			f["one job's quota, the load waiting elsewhere, max"] = Percentile(ps, 100)
+		}
+		if sc.Restart > 0 {
+			f["manager restart→first admission"] = sc.Restart.Seconds()
+			f["manager restart→webhook took the job"] = sc.RestartCreated.Seconds()
+			f["manager peak RSS after restart"] = sc.RestartPeakRSSMiB
+		}
 	}
 	if len(r.ChainGaps) > 0 {
 		var gaps []float64

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -59,6 +60,11 @@ func (f *Fleetq) CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 }
 
 func (f *Fleetq) Processes() []Proc { return f.procs }
+
+// RestartManager restarts the manager process in place (the scale scenario's restart figure).
+func (f *Fleetq) RestartManager(ctx context.Context) (time.Time, error) {
+	return restartFirst(ctx, f.procs)
+}
 
 func (f *Fleetq) ProfileURL() string { return f.profileURL }
 

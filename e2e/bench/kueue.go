@@ -75,6 +75,11 @@ func (k *Kueue) CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 func (k *Kueue) Processes() []Proc { return k.procs }
 
+// RestartManager restarts the manager process in place (the scale scenario's restart figure).
+func (k *Kueue) RestartManager(ctx context.Context) (time.Time, error) {
+	return restartFirst(ctx, k.procs)
+}
+
 // Role: the manager's Kueue talks to its own cluster as "kueue/<version>" and to workers through
 // MultiKueue's clients, whose user agent is client-go's default from the binary's name; the bench
 // starts the manager's binary as kueue-manager so the workers' audit logs tell it from their own Kueue.

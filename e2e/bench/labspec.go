@@ -51,13 +51,17 @@ func labPools(ps []Pool) []lab.NodePool {
 }
 
 // LabSpec is the lab a scenario runs on: in a multi-cluster scenario the management cluster runs
-// only etcd and an API server (jobs never run there), as in the dispatch e2e suite.
+// only etcd and an API server (jobs never run there), as in the dispatch e2e suite; in an
+// apiserver-mode scenario every cluster does.
 func (s *Scenario) LabSpec() lab.Spec {
 	spec := lab.Spec{
 		Mode: lab.ModeFull,
 		// Every job states its run time; this only applies to pods that do not.
 		PodRunTime: metav1.Duration{Duration: time.Hour},
 		Management: lab.ClusterSpec{Name: ManagementCluster, NodePools: labPools(s.Management)},
+	}
+	if s.Mode == lab.ModeAPIServer {
+		spec.Mode = lab.ModeAPIServer
 	}
 	if s.Topology == MultiCluster {
 		spec.Management.Mode = lab.ModeAPIServer

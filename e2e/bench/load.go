@@ -128,11 +128,14 @@ func placedCreator(p Placer, clients map[string]kubernetes.Interface) creator {
 }
 
 // generate submits the scenario's waves, each starting its After past start, at the wave's rate (a
-// burst when none) with loadWorkers calls in flight, and records every job with rec.
-func generate(ctx context.Context, create creator, s *Scenario, rec *Recorder, start time.Time) error {
+// burst when none) with loadWorkers calls in flight, and records every job with rec. It returns
+// each wave's span: from its first create call until its last one returned (0 for a wave the
+// context cut short).
+func generate(ctx context.Context, create creator, s *Scenario, rec *Recorder, start time.Time) ([]time.Duration, error) {
 	res := s.mainResource()
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
+	spans := make([]time.Duration, len(s.Waves))
 	for wi, subs := range plan(s) {
 		w := s.Waves[wi]
 		wg.Go(func() {
@@ -147,6 +150,7 @@ func generate(ctx context.Context, create creator, s *Scenario, rec *Recorder, s
 			}
 			todo := make(chan submission)
 			var inner sync.WaitGroup
+			began := time.Now()
 			for range loadWorkers {
 				inner.Go(func() {
 					for sub := range todo {
@@ -179,13 +183,16 @@ func generate(ctx context.Context, create creator, s *Scenario, rec *Recorder, s
 			}
 			close(todo)
 			inner.Wait()
+			if ctx.Err() == nil {
+				spans[wi] = time.Since(began) // a wave cut short has no span
+			}
 		})
 	}
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return err
+		return spans, err
 	default:
-		return nil
+		return spans, nil
 	}
 }

@@ -108,12 +108,16 @@ func managementObjects(s *Scenario) []client.Object {
 				Parameters:     &kueue.AdmissionCheckParametersReference{APIGroup: kueue.GroupVersion.Group, Kind: "MultiKueueConfig", Name: MultiKueueConfigName},
 			}})
 	}
-	for i := range s.QueueCount() {
+	for i := range s.queueTotal() {
+		cohort := kueue.CohortReference(cohortOf(s, i))
+		if s.isProbe(i) {
+			cohort = "" // a probe borrows nothing and lends nothing: its admission waits on no one
+		}
 		cq := &kueue.ClusterQueue{
 			ObjectMeta: metav1.ObjectMeta{Name: ClusterQueueName(i)},
 			Spec: kueue.ClusterQueueSpec{
 				NamespaceSelector: &metav1.LabelSelector{},
-				CohortName:        kueue.CohortReference(cohortOf(s, i)),
+				CohortName:        cohort,
 				ResourceGroups: resourceGroups(s, s.Flavors, s.FlavorCapacity, func(f Flavor, r corev1.ResourceName, capa resource.Quantity) kueue.ResourceQuota {
 					q := kueue.ResourceQuota{Name: r, NominalQuota: share(capa, s.Queues.NominalShare)}
 					if s.Queues.BorrowingShare > 0 {
@@ -140,7 +144,7 @@ func managementObjects(s *Scenario) []client.Object {
 // ("" for the team's own).
 func teamObjects(s *Scenario, cq func(int) string) []client.Object {
 	var objs []client.Object
-	for i := range s.QueueCount() {
+	for i := range s.queueTotal() {
 		target := cq(i)
 		if target == "" {
 			target = ClusterQueueName(i)

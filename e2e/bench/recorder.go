@@ -29,6 +29,8 @@ type Record struct {
 	Amount float64
 	// Submitted is when the create call was sent; Created when it returned.
 	Submitted, Created time.Time
+	// Queued is the first time the management cluster showed the job's Workload.
+	Queued time.Time
 	// QuotaReserved, Admitted and Finished are the first times the management cluster's Workload
 	// showed those conditions True; Dispatched the first time it named a worker (status.clusterName).
 	QuotaReserved, Admitted, Dispatched, Finished time.Time
@@ -253,6 +255,9 @@ func (r *Recorder) onWorkload(o any, deleted bool) {
 	cluster, _, _ := unstructured.NestedString(u.Object, "status", "clusterName")
 	r.Mark(u.GetNamespace()+"/"+owner, func(rec *Record) {
 		reserved := conds["QuotaReserved"] && !conds["Finished"] && !deleted
+		if rec.Queued.IsZero() {
+			rec.Queued = now
+		}
 		if conds["QuotaReserved"] && rec.QuotaReserved.IsZero() {
 			rec.QuotaReserved = now
 		}

@@ -80,6 +80,14 @@ type RunResult struct {
 	Capacity float64
 	// Setup is how long the lab and the system took to come up.
 	Setup time.Duration
+	// SubmitSpan is how long creating the first wave took, from its first create call until its
+	// last returned; BareSubmitSpan the same creates before the system was installed (0 when not
+	// measured: see measuresSubmission).
+	SubmitSpan, BareSubmitSpan time.Duration
+	// Webhooks per cluster: admission webhook calls and the time the API server spent in them.
+	Webhooks map[string]Webhooks
+	// Scale are a probe scenario's figures (Scenario.Probes).
+	Scale *ScaleResult
 }
 
 // PrepareBinDir makes the audited bin dir under dir (see auditedBinDir).
@@ -133,6 +141,16 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	}
 	defer stop()
 
+	if measuresSubmission(s, o.System) {
+		bare, err := kubernetes.NewForConfig(clientConfig(env.Management(), loadUserAgent, o.LoadQPS, o.LoadBurst))
+		if err != nil {
+			return nil, err
+		}
+		if res.BareSubmitSpan, err = bareSubmit(ctx, bare, s); err != nil {
+			return nil, err
+		}
+		progress("created the first wave's %d jobs with nothing installed in %s", s.Waves[0].Count, res.BareSubmitSpan.Round(10*time.Millisecond))
+	}
 	progress("installing %s", o.System.Version())
 	if err := o.System.Install(ctx, env, s, o.Dir); err != nil {
 		return nil, fmt.Errorf("install %s: %w", o.System.Name(), err)
@@ -168,7 +186,12 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	runCtx, cancel := context.WithTimeout(ctx, s.Timeout.Duration)
 	defer cancel()
 	genErr := make(chan error, 1)
-	go func() { genErr <- generate(runCtx, create, s, rec, res.Start) }()
+	var spans []time.Duration
+	go func() {
+		var err error
+		spans, err = generate(runCtx, create, s, rec, res.Start)
+		genErr <- err
+	}()
 	var prof *profiler
 	profCtx, stopProfile := context.WithCancel(ctx)
 	defer stopProfile()
@@ -178,19 +201,31 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 		}
 	}
 
-	if s.Chain > 0 {
+	switch {
+	case s.Chain > 0:
 		res.ChainGaps, err = chain(runCtx, load, rec, s.Chain, o.System.Processes())
 		res.Finished = err == nil
 		if err != nil {
 			progress("chain: %v", err)
 		}
-	} else {
+	case s.Probes > 0:
+		res.Scale, err = settle(runCtx, rec, total, settleQuiet, o.System.Processes(), progress)
+		if err == nil {
+			progress("settled: %d reserved, %d pending; probing %d queues", res.Scale.Reserved, res.Scale.Pending, s.Probes-1)
+			err = warmProbes(runCtx, load, rec, s, res.Scale)
+		}
+		res.Finished = err == nil
+		if err != nil {
+			progress("scale: %v", err)
+		}
+	default:
 		res.Finished = waitFinished(runCtx, rec, total, o.System.Processes(), progress) == nil
 	}
 	res.End = time.Now()
 	if err := <-genErr; err != nil {
 		return nil, err
 	}
+	res.SubmitSpan = spans[0]
 	if prof != nil {
 		stopProfile()
 		// A profile that could not be taken costs the figure, not the run's other figures.
@@ -207,11 +242,27 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, ok := o.System.(Restarter); ok && res.Scale != nil && res.Finished {
+		// After the window's snapshot: the figures above are the first process's.
+		progress("restarting the manager")
+		restartCtx, cancelRestart := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+probeTimeout)
+		defer cancelRestart()
+		if err := restartProbe(restartCtx, r, load, rec, s, res.Scale); err != nil {
+			return nil, err
+		}
+		st, err := readProcStat(o.System.Processes()[0].PID)
+		if err != nil {
+			return nil, err
+		}
+		res.Scale.RestartPeakRSSMiB = st.PeakRSSMiB
+		progress("restart → first admission %s", res.Scale.Restart.Round(10*time.Millisecond))
+	}
 	stopWatch()
-	res.Records = rec.Records()
-	res.Requests = map[string]RequestCounts{}
-	for name, c := range after.requests {
-		res.Requests[name] = c.Minus(before.requests[name])
+	res.Records = withoutProbes(s, rec.Records())
+	res.Requests, res.Webhooks = map[string]RequestCounts{}, map[string]Webhooks{}
+	for name, m := range after.metrics {
+		res.Requests[name] = m.Requests.Minus(before.metrics[name].Requests)
+		res.Webhooks[name] = m.Webhooks.Minus(before.metrics[name].Webhooks)
 	}
 	for key, a := range after.procs {
 		b := before.procs[key]
@@ -259,6 +310,9 @@ func loadClients(env *framework.Environment, s *Scenario, o RunOptions) (kuberne
 	if s.Chain > 0 {
 		return nil, nil, fmt.Errorf("%s cannot run chain scenario %q: with no queue, no job waits for the one deleted", o.System.Name(), s.Name)
 	}
+	if s.Probes > 0 {
+		return nil, nil, fmt.Errorf("%s cannot run probe scenario %q: with no queue, no job waits behind the others", o.System.Name(), s.Name)
+	}
 	limiter := flowcontrol.NewTokenBucketRateLimiter(o.LoadQPS, o.LoadBurst)
 	clients := map[string]kubernetes.Interface{}
 	for _, name := range runClusterNames(s) {
@@ -275,22 +329,22 @@ func loadClients(env *framework.Environment, s *Scenario, o RunOptions) (kuberne
 
 // snapshotData is what is read before and after the window.
 type snapshotData struct {
-	requests map[string]RequestCounts
-	procs    map[string]ProcResult
+	metrics map[string]APIMetrics
+	procs   map[string]ProcResult
 }
 
 func snapshot(ctx context.Context, env *framework.Environment, sys System) (*snapshotData, error) {
-	out := &snapshotData{requests: map[string]RequestCounts{}, procs: map[string]ProcResult{}}
+	out := &snapshotData{metrics: map[string]APIMetrics{}, procs: map[string]ProcResult{}}
 	for _, c := range env.Clusters() {
 		cs, err := kubernetes.NewForConfig(clientConfig(c, watchUserAgent, 1000, 2000))
 		if err != nil {
 			return nil, err
 		}
-		counts, err := scrapeRequests(ctx, cs)
+		m, err := scrapeMetrics(ctx, cs)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", c.Name(), err)
 		}
-		out.requests[c.Name()] = counts
+		out.metrics[c.Name()] = m
 	}
 	add := func(name, role, cluster string, pid int) error {
 		st, err := readProcStat(pid)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetq/fleetq/e2e/lab"
 )
 
 // Topology says whether a scenario runs on one cluster or dispatches to workers.
@@ -49,6 +51,17 @@ type Scenario struct {
 	Classes []Class `json:"classes"`
 	// Waves submit the jobs: each wave starts after its delay and submits its count of jobs.
 	Waves []Wave `json:"waves"`
+	// Mode apiserver runs every cluster as etcd and kube-apiserver only: nodes are registered
+	// objects (agents report their capacity as if real) and no pod ever runs, so a run measures
+	// the dispatcher alone at a size the machine could not run as pods. It needs Probes, since no
+	// workload finishes. Default: full (jobs run on fake nodes).
+	Mode lab.Mode `json:"mode,omitempty"`
+	// Probes, when set, measures issue 19's scale figures instead of waiting for every job to
+	// finish: Probes ClusterQueues more, in no cohort and with no load, are created; once the
+	// load is queued and reservations stop changing, one job is submitted to each probe queue in
+	// turn and the time until its quota is reserved recorded; the last probe is submitted as the
+	// manager restarts (restart → first admission).
+	Probes int `json:"probes,omitempty"`
 	// Chain, when set, measures issue 5's figure instead of waiting for every job to finish: with
 	// quota for one job at a time, the running job is deleted Chain times and the time until the
 	// next Job is unsuspended is recorded.
@@ -116,7 +129,8 @@ type Wave struct {
 	// Queues limit the wave to these queue indexes (0-based over all ClusterQueues); empty means
 	// every queue, round robin.
 	Queues []int `json:"queues,omitempty"`
-	// Rate caps submissions per second (0: as fast as the client allows, a burst).
+	// Rate caps submissions per second (0: as fast as the client allows, a burst). Scale
+	// multiplies it with Count, so a steady wave lasts Count/Rate seconds at any scale.
 	Rate float64 `json:"rate,omitempty"`
 }
 
@@ -184,6 +198,9 @@ func (s *Scenario) Validate() error {
 				return fmt.Errorf("scenario %q: wave %d: unknown class %q", s.Name, i, c)
 			}
 		}
+		if w.Rate < 0 {
+			return fmt.Errorf("scenario %q: wave %d: rate %g is negative; 0 submits the wave in a burst", s.Name, i, w.Rate)
+		}
 		for _, q := range w.Queues {
 			if q < 0 || q >= s.QueueCount() {
 				return fmt.Errorf("scenario %q: wave %d: queue index %d out of range", s.Name, i, q)
@@ -193,8 +210,57 @@ func (s *Scenario) Validate() error {
 	if s.Timeout.Duration <= 0 {
 		return fmt.Errorf("scenario %q: no timeout", s.Name)
 	}
+	switch {
+	case s.Mode != "" && s.Mode != lab.ModeFull && s.Mode != lab.ModeAPIServer:
+		return fmt.Errorf("scenario %q: mode %q is neither %s nor %s", s.Name, s.Mode, lab.ModeFull, lab.ModeAPIServer)
+	case s.Mode == lab.ModeAPIServer && s.Probes == 0:
+		return fmt.Errorf("scenario %q: mode %s runs no pod, so no job finishes: set probes to measure how long a job waits", s.Name, s.Mode)
+	case s.Probes == 1:
+		return fmt.Errorf("scenario %q: probes 1: one probe queue times an admission while the manager runs and another after it restarts; set probes to 2 or more", s.Name)
+	case s.Probes > 0 && s.Chain > 0:
+		return fmt.Errorf("scenario %q: probes and chain measure different things; set one", s.Name)
+	case s.Probes > 0 && !s.probeFits():
+		return fmt.Errorf("scenario %q: a probe queue's quota (nominalShare %g of each flavor's capacity) fits no %q job in any flavor; raise nominalShare or add nodes",
+			s.Name, s.Queues.NominalShare, s.Waves[0].Classes[0])
+	}
 	return nil
 }
+
+// probeFits says whether one job of the first wave's first class fits a queue's nominal quota in
+// some flavor: the probes measure admissions, which need quota for one job.
+func (s *Scenario) probeFits() bool {
+	if len(s.Waves[0].Classes) == 0 {
+		return false
+	}
+	c := s.class(s.Waves[0].Classes[0])
+	for _, f := range s.Flavors {
+		capa, fits := s.FlavorCapacity(f), true
+		for name, q := range c.Requests {
+			total := q.DeepCopy()
+			for range c.Pods - 1 {
+				total.Add(q)
+			}
+			quota, ok := capa[name]
+			if !ok {
+				fits = false
+				break
+			}
+			if nominal := share(quota, s.Queues.NominalShare); nominal.Cmp(total) < 0 {
+				fits = false
+			}
+		}
+		if fits {
+			return true
+		}
+	}
+	return false
+}
+
+// queueTotal counts every ClusterQueue a run creates: the load's and the probes'.
+func (s *Scenario) queueTotal() int { return s.QueueCount() + s.Probes }
+
+// isProbe says whether queue i is a probe queue (no cohort, no load).
+func (s *Scenario) isProbe(i int) bool { return i >= s.QueueCount() }
 
 // QueueCount is the number of ClusterQueues (and teams).
 func (s *Scenario) QueueCount() int { return s.Queues.Cohorts * s.Queues.PerCohort }
@@ -209,7 +275,8 @@ func (s *Scenario) Jobs(scale float64) int {
 }
 
 // Scaled returns a copy with node pools and wave counts multiplied by scale (at least one of
-// each), so a smoke run keeps the scenario's shape at a fraction of its size.
+// each), so a smoke run keeps the scenario's shape at a fraction of its size. A probe scenario
+// keeps its nodes and scales its cohorts instead.
 func (s *Scenario) Scaled(scale float64) *Scenario {
 	out := *s
 	scalePools := func(in []Pool) []Pool {
@@ -229,9 +296,16 @@ func (s *Scenario) Scaled(scale float64) *Scenario {
 		out.Management, out.Workers = s.Management, s.Workers
 		return &out
 	}
+	if s.Probes > 0 {
+		// A probe scenario's size is its queued load: the queues shrink with it (each keeps its
+		// share of the nodes, which stay, so a queue's quota still fits a job).
+		out.Management, out.Workers = s.Management, s.Workers
+		out.Queues.Cohorts = scaled(s.Queues.Cohorts, scale)
+	}
 	out.Waves = make([]Wave, len(s.Waves))
 	for i, w := range s.Waves {
 		w.Count = scaled(w.Count, scale)
+		w.Rate *= scale
 		out.Waves[i] = w
 	}
 	return &out

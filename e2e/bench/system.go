@@ -125,7 +125,7 @@ func waitFor(ctx context.Context, what string, procs []Proc, cond func(ctx conte
 // queuesActive says whether every ClusterQueue of the scenario (and, for Kueue, the workers') is
 // Active, and every MultiKueueCluster connected.
 func queuesActive(ctx context.Context, c client.Client, s *Scenario) (bool, string) {
-	for i := range s.QueueCount() {
+	for i := range s.queueTotal() {
 		cq := &kueue.ClusterQueue{}
 		if err := c.Get(ctx, client.ObjectKey{Name: ClusterQueueName(i)}, cq); err != nil {
 			return false, err.Error()

@@ -65,6 +65,11 @@ var _ = It("finishes every workload of the multi-cluster burst at smoke size", f
 	}
 	Expect(unfinished).To(BeEmpty(), "every workload finishes")
 	Expect(res.Finished).To(BeTrue())
+	// The first wave's creates were timed twice: with nothing installed (and its Jobs removed
+	// again), then against fleetq.
+	Expect(res.BareSubmitSpan).To(BeNumerically(">", 0))
+	Expect(res.SubmitSpan).To(BeNumerically(">", 0))
+	Expect(res.Webhooks[bench.ManagementCluster].Total().Calls).To(BeNumerically(">=", len(res.Records)), "fleetq's webhooks see every Job")
 	figures := bench.Compute(res)
 	GinkgoWriter.Printf("smoke figures (recorded, not asserted): %v\n", figures)
 }, NodeTimeout(12*time.Minute))
@@ -93,6 +98,7 @@ var _ = It("runs every job of the burst in a worker with the direct ceiling", fu
 	Expect(unfinished).To(BeEmpty(), "every job runs and finishes where it was created")
 	// 20 one-GPU jobs over 8 + 8 + 4 GPUs, each worker by its share.
 	Expect(ranIn).To(Equal(map[string]int{"us-east": 8, "us-west": 8, "eu-west": 4}))
+	Expect(res.BareSubmitSpan).To(BeZero(), "direct creates in the workers: no management-cluster baseline")
 	GinkgoWriter.Printf("direct smoke figures (recorded, not asserted): %v\n", bench.Compute(res))
 }, NodeTimeout(8*time.Minute))
 
