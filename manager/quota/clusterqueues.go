@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -60,6 +61,7 @@ func (r *ClusterQueueReconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&kueue.ClusterQueue{}).
 		WatchesRawSource(source.Channel(r.Trigger.ClusterQueues, &handler.TypedEnqueueRequestForObject[*kueue.ClusterQueue]{})).
 		Watches(&kueue.AdmissionCheck{}, handler.EnqueueRequestsFromMapFunc(r.queuesUsingCheck)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: QueueWorkers}).
 		Complete(r)
 }
 
@@ -102,6 +104,10 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		if err := r.reroute(ctx, cq.Name); err != nil {
 			return reconcile.Result{}, err
 		}
+		// The cache now, the finalizer and status on the next pass: after a restart every
+		// queue reaches the cache (and admission may start) before any waits for its writes,
+		// which take ~0.5 s each on a loaded API server (40 s for 500 queues, one at a time).
+		return reconcile.Result{Requeue: true}, nil
 	}
 	if err := r.finalize(ctx, cq); err != nil {
 		return reconcile.Result{}, err

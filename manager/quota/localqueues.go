@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -64,6 +65,7 @@ func (r *LocalQueueReconciler) SetupWithManager(mgr manager.Manager) error {
 			}
 			return out
 		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: QueueWorkers}).
 		Complete(r)
 }
 
@@ -84,6 +86,8 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		if err := workloads.RequeueLocalQueue(ctx, r.Client, r.Workloads, lq.Namespace, lq.Name); err != nil {
 			return reconcile.Result{}, err
 		}
+		// As for ClusterQueues: every queue in the cache before any status write.
+		return reconcile.Result{Requeue: true}, nil
 	}
 	return r.writeStatus(ctx, lq)
 }
