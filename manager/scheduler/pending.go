@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -21,13 +22,23 @@ const PendingRefresh = 60 * time.Second
 // multi-cluster pressure bench.
 const PendingReasonGap = 5 * time.Second
 
+// pendingWriters is how many pending messages are written at a time.
+const pendingWriters = 4
+
 // pendingThrottle spaces out the writes of pending messages per workload: a new reason is
 // written once PendingReasonGap has passed since the last write (at once, usually); a new
 // message with the same reason waits until PendingRefresh has passed. What waits is the latest
 // reason and message, so the condition always ends up saying what the last cycle decided.
+//
+// Its own writers write them, so an admission cycle never waits for them: with 20,000
+// workloads waiting, each cycle's first pending writes (~0.5 s each on a loaded API server)
+// held the next cycle, and with it an admissible workload, for over a minute. A workload
+// queued for a write is queued once, and the write says the latest decision.
 type pendingThrottle struct {
 	clock clock.WithDelayedExecution
 	write func(ctx context.Context, key, reason, message string)
+	// writes are the workloads with a message to write now.
+	writes workqueue.TypedInterface[string]
 
 	mu        sync.Mutex
 	last      map[string]*pendingWrite
@@ -47,12 +58,31 @@ type pendingWrite struct {
 	due time.Time
 }
 
-func newPendingThrottle(clk clock.WithDelayedExecution, write func(ctx context.Context, key, reason, message string)) *pendingThrottle {
-	return &pendingThrottle{clock: clk, write: write, last: map[string]*pendingWrite{}}
+// newPendingThrottle starts writers that write messages until ctx ends.
+func newPendingThrottle(ctx context.Context, clk clock.WithDelayedExecution, writers int, write func(ctx context.Context, key, reason, message string)) *pendingThrottle {
+	t := &pendingThrottle{clock: clk, write: write, writes: workqueue.NewTyped[string](), last: map[string]*pendingWrite{}}
+	for range writers {
+		go func() {
+			for {
+				key, quit := t.writes.Get()
+				if quit {
+					return
+				}
+				t.flush(ctx, key)
+				t.writes.Done(key)
+			}
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		t.writes.ShutDown()
+	}()
+	return t
 }
 
-// set writes (or schedules) a pending reason and message for key.
-func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) {
+// set queues (or schedules) the write of a pending reason and message for key; it never waits
+// for a write.
+func (t *pendingThrottle) set(key, reason, message string) {
 	now := t.clock.Now()
 	t.mu.Lock()
 	t.sweep(now)
@@ -69,9 +99,10 @@ func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) 
 				p.timer = nil
 			}
 			if p.timer == nil {
-				// In its own goroutine: a fake clock runs the function under its lock.
+				// Only queued: a fake clock runs the function under its lock, and the writer
+				// reads the clock.
 				p.due = now.Add(wait)
-				p.timer = t.clock.AfterFunc(wait, func() { go t.flush(ctx, key) })
+				p.timer = t.clock.AfterFunc(wait, func() { t.writes.Add(key) })
 			}
 			t.mu.Unlock()
 			return
@@ -81,24 +112,30 @@ func (t *pendingThrottle) set(ctx context.Context, key, reason, message string) 
 		p = &pendingWrite{}
 		t.last[key] = p
 	}
-	p.at, p.reason, p.held, p.holding = now, reason, "", false
+	p.at, p.reason = now, reason
+	p.heldReason, p.held, p.holding = reason, message, true
 	t.mu.Unlock()
-	t.write(ctx, key, reason, message)
+	t.writes.Add(key)
 }
 
-// flush writes the message that waited for its turn.
+// flush writes the message that waited for its turn (or for a writer).
 func (t *pendingThrottle) flush(ctx context.Context, key string) {
 	t.mu.Lock()
 	p := t.last[key]
-	if p == nil || !p.holding {
-		if p != nil {
-			p.timer = nil
-		}
+	if p == nil {
+		t.mu.Unlock()
+		return
+	}
+	now := t.clock.Now()
+	if p.timer != nil && !now.Before(p.due) {
+		p.timer = nil // it fired: a later message may arm another
+	}
+	if !p.holding {
 		t.mu.Unlock()
 		return
 	}
 	reason, message := p.heldReason, p.held
-	p.at, p.reason, p.held, p.holding, p.timer = t.clock.Now(), reason, "", false, nil
+	p.at, p.reason, p.held, p.holding = now, reason, "", false
 	t.mu.Unlock()
 	if ctx.Err() == nil {
 		t.write(ctx, key, reason, message)

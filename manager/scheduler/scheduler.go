@@ -100,6 +100,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.pendingThrottle(ctx) // its writers live as long as the scheduler
 	ticker := time.NewTicker(s.Tick)
 	defer ticker.Stop()
 	for {
@@ -225,7 +226,7 @@ func (s *Scheduler) admit(ctx context.Context, d engine.Decision, ewl *engine.Wo
 	log := s.Log.WithValues("workload", d.Workload, "clusterQueue", d.ClusterQueue)
 	err := s.writeAdmission(ctx, d, p)
 	if err == nil {
-		s.pendingThrottle().forget(d.Workload)
+		s.pendingThrottle(ctx).forget(d.Workload)
 		log.V(2).Info("Admitted", "borrows", d.Borrows, "cluster", p.cluster)
 		return true
 	}
@@ -328,16 +329,18 @@ func (s *Scheduler) evict(ctx context.Context, preemptor string, v engine.Victim
 // pending records why a workload waits, writing only when the message changed, and a changed
 // message with the same reason at most once per PendingRefresh.
 func (s *Scheduler) pending(ctx context.Context, key string, reason engine.PendingReason, message string) {
-	s.pendingThrottle().set(ctx, key, string(reasonFor(reason)), message)
+	s.pendingThrottle(ctx).set(key, string(reasonFor(reason)), message)
 }
 
-func (s *Scheduler) pendingThrottle() *pendingThrottle {
+// pendingThrottle is the scheduler's, made on first use; its writers run until ctx (the first
+// caller's: Start's) ends.
+func (s *Scheduler) pendingThrottle(ctx context.Context) *pendingThrottle {
 	s.throttleOnce.Do(func() {
 		clk, ok := s.Clock.(clock.WithDelayedExecution)
 		if !ok {
 			clk = clock.RealClock{}
 		}
-		s.throttle = newPendingThrottle(clk, func(ctx context.Context, key, reason, message string) {
+		s.throttle = newPendingThrottle(ctx, clk, pendingWriters, func(ctx context.Context, key, reason, message string) {
 			if err := SetPending(ctx, s.Client, s.Clock, key, reason, message); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				s.Log.V(1).Info("Pending condition not written", "workload", key, "error", err.Error())
 			}
