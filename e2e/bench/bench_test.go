@@ -400,6 +400,11 @@ func TestScaleFigures(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+	// A restart probe that never got quota is measured as far as it waited: a lower bound.
+	r.Scale.RestartTimedOut = true
+	if _, lb := compute(r); !lb["manager restart→first admission"] {
+		t.Errorf("a timed-out restart probe is not a lower bound")
+	}
 }
 
 func TestScenarioRefusesANegativeRate(t *testing.T) {

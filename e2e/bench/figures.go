@@ -243,6 +243,7 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 		}
 		if sc.Restart > 0 {
 			f["manager restart→first admission"] = sc.Restart.Seconds()
+			lb["manager restart→first admission"] = sc.RestartTimedOut
 			f["manager restart→webhook took the job"] = sc.RestartCreated.Seconds()
 			f["manager peak RSS after restart"] = sc.RestartPeakRSSMiB
 		}

@@ -245,7 +245,7 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	if r, ok := o.System.(Restarter); ok && res.Scale != nil && res.Finished {
 		// After the window's snapshot: the figures above are the first process's.
 		progress("restarting the manager")
-		restartCtx, cancelRestart := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+probeTimeout)
+		restartCtx, cancelRestart := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+2*probeTimeout)
 		defer cancelRestart()
 		if err := restartProbe(restartCtx, r, load, rec, s, res.Scale); err != nil {
 			return nil, err
