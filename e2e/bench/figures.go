@@ -234,10 +234,7 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 		f["pending when settled"] = float64(sc.Pending)
 		f["load reserved (first submit→last reservation)"] = sc.Settled.Sub(r.Start).Seconds()
 		if len(sc.Probes) > 0 {
-			var ps []float64
-			for _, p := range sc.Probes {
-				ps = append(ps, p.Seconds())
-			}
+			ps := seconds(sc.Probes)
 			f["one job's quota, the load waiting elsewhere, p50"] = Percentile(ps, 50)
 			f["one job's quota, the load waiting elsewhere, max"] = Percentile(ps, 100)
 		}
@@ -249,14 +246,20 @@ func compute(r *RunResult) (map[string]float64, map[string]bool) {
 		}
 	}
 	if len(r.ChainGaps) > 0 {
-		var gaps []float64
-		for _, g := range r.ChainGaps {
-			gaps = append(gaps, g.Seconds())
-		}
+		gaps := seconds(r.ChainGaps)
 		f["deletion→next unsuspended p50"] = Percentile(gaps, 50)
 		f["deletion→next unsuspended p95"] = Percentile(gaps, 95)
 	}
 	return f, lb
+}
+
+// seconds converts durations for Percentile.
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
 }
 
 // holdsQuota says whether any workload of the run held quota: none does with no queue (direct),
