@@ -384,7 +384,7 @@ func (r *Registry) connect(ctx context.Context, name string, kubeconfig []byte) 
 	for _, k := range kinds {
 		byObject[k] = ctrlcache.ByObject{Label: origin}
 	}
-	c, err := ctrlcache.New(rc, ctrlcache.Options{Scheme: r.opts.Scheme, ByObject: byObject})
+	c, err := ctrlcache.New(rc, ctrlcache.Options{Scheme: r.opts.Scheme, ByObject: byObject, DefaultTransform: ctrlcache.TransformStripManagedFields()})
 	if err != nil {
 		return nil, ReasonClientConnectionFailed, fmt.Errorf("cache: %w", err)
 	}

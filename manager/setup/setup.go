@@ -123,14 +123,18 @@ func New(opts Options) (*Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
 		Client:                        client.Options{FieldOwner: FieldManager},
-		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
-			// The manager reads Secrets (worker kubeconfigs, its webhook certificate) only in its
-			// own namespace and Cluster API's: its cache never lists Secrets anywhere else.
-			&corev1.Secret{}: {Namespaces: secretNamespaces(cfg)},
-			// Pods: only those fleetq started (its identity label), whose end releases a stopped
-			// job's reservation.
-			&corev1.Pod{}: {Label: jobs.PodSelector()},
-		}},
+		Cache: ctrlcache.Options{
+			// Nothing reads managedFields, and they are a large share of every cached Job and
+			// Workload: at 20,000 waiting workloads the manager's peak RSS was 1.1 GiB.
+			DefaultTransform: ctrlcache.TransformStripManagedFields(),
+			ByObject: map[client.Object]ctrlcache.ByObject{
+				// The manager reads Secrets (worker kubeconfigs, its webhook certificate) only in its
+				// own namespace and Cluster API's: its cache never lists Secrets anywhere else.
+				&corev1.Secret{}: {Namespaces: secretNamespaces(cfg)},
+				// Pods: only those fleetq started (its identity label), whose end releases a stopped
+				// job's reservation.
+				&corev1.Pod{}: {Label: jobs.PodSelector()},
+			}},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.SeveralPerProcess)},
 	})
 	if err != nil {
