@@ -206,12 +206,12 @@ func (s *Scheduler) apply(ctx context.Context, decisions []engine.Decision, admi
 		case engine.Preempt:
 			work <- func() { s.preempt(ctx, d) }
 		case engine.Pending:
-			work <- func() { s.pending(ctx, d.Workload, d.Reason, d.Message) }
+			s.pending(ctx, d.Workload, d.Reason, d.Message) // only queued: no worker needed
 		}
 	}
 	close(work)
 	var wg sync.WaitGroup
-	for range min(s.Workers, len(decisions)) {
+	for range min(s.Workers, len(work)) { // the admissions and preemptions queued
 		wg.Go(func() {
 			for f := range work {
 				f()
