@@ -100,6 +100,12 @@ func jobFor(sub submission) *batchv1.Job {
 	}
 }
 
+// amount is a job's total request of res over its pods, as utilisation counts it.
+func (c Class) amount(res corev1.ResourceName) float64 {
+	q := c.Requests[res]
+	return float64(q.MilliValue()) / 1000 * float64(c.Pods)
+}
+
 // creator creates a submission's job: on the management cluster, or where a Placer puts it.
 type creator func(ctx context.Context, sub submission, job *batchv1.Job) error
 
@@ -155,8 +161,7 @@ func generate(ctx context.Context, create creator, s *Scenario, rec *Recorder, s
 				inner.Go(func() {
 					for sub := range todo {
 						job := jobFor(sub)
-						q := sub.class.Requests[res]
-						r := rec.Expect(job.Namespace+"/"+job.Name, sub.class.Name, sub.queue, float64(q.MilliValue())/1000*float64(sub.class.Pods))
+						r := rec.Expect(job.Namespace+"/"+job.Name, sub.class.Name, sub.queue, sub.class.amount(res))
 						submitted := time.Now()
 						err := create(ctx, sub, job)
 						created := time.Now()

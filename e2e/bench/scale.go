@@ -110,9 +110,7 @@ func probe(ctx context.Context, cs kubernetes.Interface, rec *Recorder, s *Scena
 	class := s.class(s.Waves[0].Classes[0])
 	job := jobFor(submission{class: class, queue: i})
 	job.Name = "probe"
-	res := s.mainResource()
-	q := class.Requests[res]
-	rec.Expect(probeKey(i), class.Name, i, float64(q.MilliValue())/1000*float64(class.Pods))
+	rec.Expect(probeKey(i), class.Name, i, class.amount(s.mainResource()))
 	create := createIn(cs)
 	var lastErr error
 	for {
