@@ -29,6 +29,9 @@ type profiler struct {
 	client    *http.Client
 	done      chan error
 	cpu       []string
+	// heap is the last heap snapshot taken; gaps counts the windows the manager did not answer.
+	heap string
+	gaps int
 }
 
 // startProfile starts taking CPU profiles of window seconds from base until stop is called.
@@ -41,22 +44,41 @@ func startProfile(ctx context.Context, base, dir string, window time.Duration) (
 	return p, nil
 }
 
-// loop takes one CPU window after another until ctx ends; the window running then completes,
-// so the run's last seconds are in the profile too.
+// loop takes one CPU window after another until ctx ends, each followed by a heap snapshot
+// (heap-NNN: the heap in use at the window's end, so the peak before a restart is kept); the
+// window running then completes, so the run's last seconds are in the profile too. A manager
+// that does not answer (restarted in place by a probe) is asked again a second later: its
+// absence is a gap between windows, not the end of the profile.
 func (p *profiler) loop(ctx context.Context) error {
 	for i := 1; ctx.Err() == nil; i++ {
-		file := filepath.Join(p.dir, fmt.Sprintf("cpu-%03d.pb.gz", i))
+		cpu := filepath.Join(p.dir, fmt.Sprintf("cpu-%03d.pb.gz", i))
 		url := fmt.Sprintf("%s/profile?seconds=%d", p.base, int(p.window/time.Second))
-		if err := p.fetch(context.WithoutCancel(ctx), url, file); err != nil {
+		err := p.fetch(context.WithoutCancel(ctx), url, cpu)
+		if err == nil {
+			p.cpu = append(p.cpu, cpu)
+			heap := filepath.Join(p.dir, fmt.Sprintf("heap-%03d.pb.gz", i))
+			if err = p.fetch(context.WithoutCancel(ctx), p.base+"/heap", heap); err == nil {
+				p.heap = heap
+			}
+		}
+		var st statusError
+		if errors.As(err, &st) {
 			return err
 		}
-		p.cpu = append(p.cpu, file)
+		if err != nil {
+			p.gaps++
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
 	}
 	return nil
 }
 
 // stop waits for the last CPU window, takes the allocation profile (allocations since the
-// process started) and writes text summaries beside the profiles: cpu-top.txt, allocs-top.txt.
+// process started) and writes text summaries beside the profiles: cpu-top.txt, allocs-top.txt
+// and heap-top.txt (the last heap snapshot's memory in use).
 func (p *profiler) stop(ctx context.Context) error {
 	err := <-p.done
 	allocs := filepath.Join(p.dir, "allocs.pb.gz")
@@ -64,9 +86,21 @@ func (p *profiler) stop(ctx context.Context) error {
 		return errors.Join(err, aerr)
 	}
 	if len(p.cpu) > 0 {
-		err = errors.Join(err, pprofTop(ctx, filepath.Join(p.dir, "cpu-top.txt"), nil, p.cpu))
+		header := fmt.Sprintf("%d windows of %s merged; asks the manager did not answer (restarted, or too busy): %d\n\n", len(p.cpu), p.window, p.gaps)
+		err = errors.Join(err, pprofTop(ctx, filepath.Join(p.dir, "cpu-top.txt"), header, nil, p.cpu))
 	}
-	return errors.Join(err, pprofTop(ctx, filepath.Join(p.dir, "allocs-top.txt"), []string{"-sample_index=alloc_space"}, []string{allocs}))
+	if p.heap != "" {
+		err = errors.Join(err, pprofTop(ctx, filepath.Join(p.dir, "heap-top.txt"), "", []string{"-sample_index=inuse_space"}, []string{p.heap}))
+	}
+	return errors.Join(err, pprofTop(ctx, filepath.Join(p.dir, "allocs-top.txt"), "", []string{"-sample_index=alloc_space"}, []string{allocs}))
+}
+
+// statusError is a pprof handler's answer other than 200: the manager answers, but serves no
+// such profile, so asking again is no use.
+type statusError struct{ url, status, body string }
+
+func (e statusError) Error() string {
+	return fmt.Sprintf("profile %s: %s: %s", e.url, e.status, e.body)
 }
 
 func (p *profiler) fetch(ctx context.Context, url, file string) error {
@@ -81,7 +115,7 @@ func (p *profiler) fetch(ctx context.Context, url, file string) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("profile %s: %s: %s", url, resp.Status, body)
+		return statusError{url: url, status: resp.Status, body: string(body)}
 	}
 	f, err := os.Create(file)
 	if err != nil {
@@ -94,10 +128,10 @@ func (p *profiler) fetch(ctx context.Context, url, file string) error {
 	return f.Close()
 }
 
-// pprofTop writes `go tool pprof -top` of the merged profiles into out, flat and cumulative, so
-// the report's reader sees where the time went without a pprof at hand.
-func pprofTop(ctx context.Context, out string, flags, profiles []string) error {
-	var text []byte
+// pprofTop writes header and `go tool pprof -top` of the merged profiles into out, flat and
+// cumulative, so the report's reader sees where the time went without a pprof at hand.
+func pprofTop(ctx context.Context, out, header string, flags, profiles []string) error {
+	text := []byte(header)
 	for _, order := range [][]string{nil, {"-cum"}} {
 		args := append(append(append([]string{"tool", "pprof", "-top", "-nodecount=40"}, order...), flags...), profiles...)
 		b, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()

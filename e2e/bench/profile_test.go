@@ -24,6 +24,7 @@ func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
 		pprof.Profile(w, r)
 	})
 	mux.Handle("/debug/pprof/allocs", pprof.Handler("allocs"))
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	dir := t.TempDir()
@@ -46,7 +47,7 @@ func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
 			t.Errorf("CPU window %s: %v (size %v)", f, err, st)
 		}
 	}
-	for _, f := range []string{"cpu-top.txt", "allocs-top.txt"} {
+	for _, f := range []string{"cpu-top.txt", "allocs-top.txt", "heap-top.txt"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -54,6 +55,51 @@ func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
 		if !strings.Contains(string(b), "flat%") {
 			t.Errorf("%s has no pprof -top table:\n%s", f, b)
 		}
+	}
+}
+
+func TestProfilerAsksARestartingManagerAgain(t *testing.T) {
+	// The first window's connection is dropped, as a manager restarted in place drops it.
+	calls := 0
+	taken := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
+		if calls++; calls == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		if calls == 2 {
+			close(taken)
+		}
+		pprof.Profile(w, r)
+	})
+	mux.Handle("/debug/pprof/allocs", pprof.Handler("allocs"))
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := startProfile(ctx, srv.URL+"/debug/pprof", dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-taken
+	cancel()
+	if err := p.stop(context.Background()); err != nil {
+		t.Fatalf("stop = %v, want the dropped window passed over", err)
+	}
+	if len(p.cpu) != 1 || p.gaps != 1 {
+		t.Errorf("windows %v, gaps %d; want one window after one gap", p.cpu, p.gaps)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu-top.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "did not answer (restarted, or too busy): 1") {
+		t.Errorf("cpu-top.txt does not count the gap:\n%.300s", b)
 	}
 }
 
