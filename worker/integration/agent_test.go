@@ -120,7 +120,7 @@ var _ = Describe("fleetq-agent", Ordered, func() {
 		Eventually(func(g Gomega) {
 			wl := getWorkload(ctx, g, teamNS, "fits")
 			c := conditionIs(g, wl, kueue.WorkloadQuotaReserved, metav1.ConditionTrue, fleetq.AdmittedReason)
-			g.Expect(c.Message).To(Equal("Admitted by fleetq-agent in cluster us-east"))
+			g.Expect(c.Message).To(MatchRegexp(`^Admitted by fleetq-agent in cluster us-east on \[\S+×2\]$`))
 			conditionIs(g, wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
 			a := wl.Status.Admission
 			g.Expect(a).NotTo(BeNil())
@@ -445,7 +445,7 @@ health: {bindAddress: "127.0.0.1:%d"}
 		copySpec{ns: teamNS, name: "by-binary", count: 1, gpus: 1, l4: true, origin: binOrigin}.create(ctx)
 		Eventually(func(g Gomega) {
 			c := conditionIs(g, getWorkload(ctx, g, teamNS, "by-binary"), kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason)
-			g.Expect(c.Message).To(Equal("Admitted by fleetq-agent in cluster " + binCluster))
+			g.Expect(c.Message).To(HavePrefix("Admitted by fleetq-agent in cluster " + binCluster + " on ["))
 			r := &fleetq.CapacityReport{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: binNS, Name: binCluster}, r)).To(Succeed())
 			g.Expect(r.Status.Flavors).To(HaveLen(1))

@@ -88,7 +88,10 @@ func (s *Scheduler) admit(ctx context.Context, c *copyState, placements []nodefi
 	wl := c.wl.DeepCopy()
 	wl.Status.Admission = admissionOf(c)
 	now := s.Clock.Now()
-	msg := fmt.Sprintf("Admitted by fleetq-agent in cluster %s", s.ClusterName)
+	// The planned nodes go in the conditions, which are written anyway, rather than in an event
+	// of their own: a routine admission is not a decision anyone acts on, and an event per copy
+	// was one more write per workload on a busy worker.
+	msg := workload.Truncate(fmt.Sprintf("Admitted by fleetq-agent in cluster %s on %s", s.ClusterName, describe(placements)))
 	workload.SetCondition(wl, kueue.WorkloadQuotaReserved, metav1.ConditionTrue, fleetq.AdmittedReason, msg, now)
 	workload.SetCondition(wl, kueue.WorkloadAdmitted, metav1.ConditionTrue, fleetq.AdmittedReason, msg, now)
 	if err := s.patchStatus(ctx, c.wl, wl); err != nil {
@@ -100,7 +103,6 @@ func (s *Scheduler) admit(ctx context.Context, c *copyState, placements []nodefi
 	s.mu.Unlock()
 	admissionsTotal.Inc()
 	s.Log.V(1).Info("Admitted", "workload", klog(c.wl), "placements", placements)
-	s.Recorder.Eventf(c.wl, nil, corev1.EventTypeNormal, fleetq.AdmittedReason, "Admit", "%s on %s", msg, describe(placements))
 	return s.setSuspend(ctx, c, false)
 }
 

@@ -219,6 +219,12 @@ func TestAdmitsWhatFitsAndLeavesUsersJobsAlone(t *testing.T) {
 	expect(t, "fits", "suspended=false QuotaReserved=True/Admitted Admitted=True/Admitted admission", h.state("fits"))
 	expect(t, "big", "suspended=true QuotaReserved=False/Pending", h.state("big"))
 	expect(t, "big's reason", `no node has room: largest node fit 0 of 8 nvidia.com/gpu`, h.message("big", kueue.WorkloadQuotaReserved))
+	expect(t, "fits' admission names its nodes", "Admitted by fleetq-agent in cluster us-east on [n0×1]", h.message("fits", kueue.WorkloadQuotaReserved))
+	for evs := h.s.Recorder.(*events.FakeRecorder).Events; len(evs) > 0; {
+		if e := <-evs; strings.HasPrefix(e, "Normal "+fleetq.AdmittedReason) {
+			t.Errorf("a routine admission recorded event %q; want none (its nodes are in the condition)", e)
+		}
+	}
 	expect(t, "users' own copy", "suspended=false", h.state("users"))
 	expect(t, "another manager's copy", "suspended=true", h.state("other"))
 	expect(t, "published reservation", published{Reserved: map[string]capacity.Amounts{"n0": {gpu: 8, corev1.ResourcePods: 1}}}, h.last)
