@@ -462,6 +462,7 @@ func TestRBAC(t *testing.T) {
 			"admissionregistration.k8s.io/validatingwebhookconfigurations create",
 			"admissionregistration.k8s.io/validatingwebhookconfigurations[fleetq-validating-webhook-configuration] get",
 			"admissionregistration.k8s.io/validatingwebhookconfigurations[fleetq-validating-webhook-configuration] patch",
+			"authentication.k8s.io/selfsubjectreviews create",
 			"batch/jobs get", "batch/jobs list", "batch/jobs patch", "batch/jobs watch",
 			"batch/jobs/finalizers update", "batch/jobs/status patch", "batch/jobs/status update",
 			"kubeflow.org/pytorchjobs get", "kubeflow.org/pytorchjobs list", "kubeflow.org/pytorchjobs watch", "kubeflow.org/pytorchjobs patch", "kubeflow.org/tfjobs get", "kubeflow.org/tfjobs list", "kubeflow.org/tfjobs watch", "kubeflow.org/tfjobs patch", "kubeflow.org/xgboostjobs get", "kubeflow.org/xgboostjobs list", "kubeflow.org/xgboostjobs watch", "kubeflow.org/xgboostjobs patch", "kubeflow.org/paddlejobs get", "kubeflow.org/paddlejobs list", "kubeflow.org/paddlejobs watch", "kubeflow.org/paddlejobs patch", "kubeflow.org/mpijobs get", "kubeflow.org/mpijobs list", "kubeflow.org/mpijobs watch", "kubeflow.org/mpijobs patch", "ray.io/rayjobs get", "ray.io/rayjobs list", "ray.io/rayjobs watch", "ray.io/rayjobs patch", "ray.io/rayclusters get", "ray.io/rayclusters list", "ray.io/rayclusters watch", "ray.io/rayclusters patch",

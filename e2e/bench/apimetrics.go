@@ -96,8 +96,9 @@ func (w Webhooks) Total() WebhookTime {
 // webhookMetric is the API server's histogram of the time each admission webhook call took.
 const webhookMetric = "apiserver_admission_webhook_admission_duration_seconds"
 
-// scrapeMetrics reads an API server's /metrics.
-func scrapeMetrics(ctx context.Context, cs kubernetes.Interface) (APIMetrics, error) {
+// ScrapeMetrics reads an API server's /metrics: request counts by verb, webhook calls by webhook and
+// operation.
+func ScrapeMetrics(ctx context.Context, cs kubernetes.Interface) (APIMetrics, error) {
 	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return APIMetrics{}, fmt.Errorf("apiserver /metrics: %w", err)

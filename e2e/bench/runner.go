@@ -340,7 +340,7 @@ func snapshot(ctx context.Context, env *framework.Environment, sys System) (*sna
 		if err != nil {
 			return nil, err
 		}
-		m, err := scrapeMetrics(ctx, cs)
+		m, err := ScrapeMetrics(ctx, cs)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", c.Name(), err)
 		}

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "github.com/fleetq/fleetq/api/v1beta2"
+	"github.com/fleetq/fleetq/e2e/bench"
 	"github.com/fleetq/fleetq/e2e/manifest"
 	"github.com/fleetq/fleetq/internal/workload"
 )
@@ -33,6 +35,16 @@ func createJob(ctx context.Context, namespace string, mutate ...func(*unstructur
 	job := &batchv1.Job{}
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(objs[0]), job)).To(Succeed())
 	return job
+}
+
+// jobUpdatesValidated is how many Job updates the API server has sent fleetq's validating job
+// webhook so far.
+func jobUpdatesValidated(ctx context.Context) float64 {
+	cs, err := kubernetes.NewForConfig(env.Management().RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	m, err := bench.ScrapeMetrics(ctx, cs)
+	Expect(err).NotTo(HaveOccurred())
+	return m.Webhooks["vjob.fleetq.dev UPDATE"].Calls
 }
 
 // oneGPU turns the tutorial's job into the GPU section's: queue gpu-queue, one GPU per pod.

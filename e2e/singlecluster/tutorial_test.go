@@ -54,6 +54,7 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 	})
 
 	It("step 5: admits a job and starts all of its pods", func(ctx SpecContext) {
+		updatesBefore := jobUpdatesValidated(ctx)
 		job := createJob(ctx, "research")
 		research = append(research, job)
 		Eventually(func(g Gomega) {
@@ -61,6 +62,8 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 			g.Expect(suspended(ctx, job)).To(BeFalse())
 			g.Expect(runningPods(ctx, job)).To(Equal(2))
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		// The manager started it with its own update, which the job webhook passes over.
+		Expect(jobUpdatesValidated(ctx)).To(Equal(updatesBefore), "the manager's own Job updates skip the validating webhook")
 	})
 
 	It("step 6: with inference idle, three more jobs are admitted, the last two borrowing", func(ctx SpecContext) {
@@ -100,8 +103,10 @@ var _ = Describe("The GPU quota tutorial", Ordered, func() {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fifth), cur)).To(Succeed())
 		patch := client.MergeFrom(cur.DeepCopy())
 		cur.Spec.Suspend = ptr.To(false)
+		updatesBefore := jobUpdatesValidated(ctx)
 		err := k8s.Patch(ctx, cur, patch)
 		Expect(err).To(MatchError(ContainSubstring("spec.suspend: Forbidden: the job waits in LocalQueue \"team-queue\" for quota")))
+		Expect(jobUpdatesValidated(ctx)).To(Equal(updatesBefore+1), "a user's update is validated")
 	})
 
 	It("step 6: deleting a running job frees its quota and the pending job starts", func(ctx SpecContext) {

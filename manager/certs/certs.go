@@ -48,6 +48,9 @@ type Manager struct {
 	Log     logr.Logger
 	// JobKinds are the integrated kinds whose jobs the job webhooks see.
 	JobKinds []webhooks.JobKind
+
+	// self is the manager's user name once the API server said it (webhooks.Self).
+	self string
 }
 
 // Hosts are the names the webhook server must be reachable by.
@@ -175,7 +178,15 @@ func secretData(ca, serving *pki.KeyPair) map[string][]byte {
 // ensureConfigurations creates the webhook configurations or patches them to the desired
 // webhooks and caBundle.
 func (m *Manager) ensureConfigurations(ctx context.Context, caBundle []byte) error {
-	wantM, wantV := webhooks.Configurations(m.Config, caBundle, m.JobKinds)
+	if m.self == "" {
+		// Without it the job webhooks validate the manager's own updates too: slower, not wrong.
+		self, err := webhooks.Self(ctx, m.Client)
+		if err != nil {
+			m.Log.Info("The job webhooks will validate the manager's own updates too", "error", err.Error())
+		}
+		m.self = self
+	}
+	wantM, wantV := webhooks.Configurations(m.Config, caBundle, m.JobKinds, m.self)
 	curM := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := m.ensure(ctx, curM, wantM, func() bool { return equality.Semantic.DeepEqual(curM.Webhooks, wantM.Webhooks) }, func() { curM.Webhooks = wantM.Webhooks }); err != nil {
 		return err

@@ -22,7 +22,7 @@ func TestPodHooksSeeOnlyQueuedPods(t *testing.T) {
 		{Kind: "Job", Group: "batch", Version: "v1", Resource: "jobs", MutatePath: "/mutate-batch-v1-job", ValidatePath: "/validate-batch-v1-job"},
 		{Kind: "Pod", Group: "", Version: "v1", Resource: "pods", MutatePath: "/mutate-core-v1-pod", ValidatePath: "/validate-core-v1-pod"},
 	}
-	m, v := Configurations(cfg, []byte("ca"), kinds)
+	m, v := Configurations(cfg, []byte("ca"), kinds, "")
 	type sel struct{ object, namespace *metav1.LabelSelector }
 	got := map[string]sel{}
 	for _, w := range m.Webhooks {
@@ -47,6 +47,40 @@ func TestPodHooksSeeOnlyQueuedPods(t *testing.T) {
 		s := got[name]
 		if len(s.object.MatchExpressions) != 0 || s.namespace.MatchLabels["team"] != "ml" {
 			t.Errorf("%s: object %+v namespace %+v; want every Job of the managed namespaces", name, s.object, s.namespace)
+		}
+	}
+}
+
+// TestJobValidationPassesOverTheManagersOwnUpdates: with the manager's user name known, each job
+// validating webhook carries a match condition that leaves out that user's updates (and only
+// those); mutating and queue webhooks, and every hook when the name is unknown, carry none.
+func TestJobValidationPassesOverTheManagersOwnUpdates(t *testing.T) {
+	cfg := &config.Configuration{Namespace: "fleetq-system", Webhook: config.Webhook{URL: "https://127.0.0.1:9443"}}
+	kinds := []JobKind{{Kind: "Job", Group: "batch", Version: "v1", Resource: "jobs", MutatePath: "/mutate-batch-v1-job", ValidatePath: "/validate-batch-v1-job"}}
+	self := `system:serviceaccount:fleetq-system:fleetq-manager`
+	m, v := Configurations(cfg, []byte("ca"), kinds, self)
+	for _, w := range v.Webhooks {
+		switch w.Name {
+		case "vjob.fleetq.dev":
+			want := `!(request.operation == 'UPDATE' && request.userInfo.username == "system:serviceaccount:fleetq-system:fleetq-manager")`
+			if len(w.MatchConditions) != 1 || w.MatchConditions[0].Name != OwnUpdatesCondition || w.MatchConditions[0].Expression != want {
+				t.Errorf("%s match conditions %+v; want one, %s", w.Name, w.MatchConditions, want)
+			}
+		default:
+			if len(w.MatchConditions) != 0 {
+				t.Errorf("%s match conditions %+v; want none (not a job hook)", w.Name, w.MatchConditions)
+			}
+		}
+	}
+	for _, w := range m.Webhooks {
+		if len(w.MatchConditions) != 0 {
+			t.Errorf("mutating %s match conditions %+v; want none (it sees only creates)", w.Name, w.MatchConditions)
+		}
+	}
+	_, v = Configurations(cfg, []byte("ca"), kinds, "")
+	for _, w := range v.Webhooks {
+		if len(w.MatchConditions) != 0 {
+			t.Errorf("%s match conditions %+v with no user name known; want none", w.Name, w.MatchConditions)
 		}
 	}
 }
