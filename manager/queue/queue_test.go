@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"maps"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -86,5 +88,56 @@ func TestAddWakesAndCounts(t *testing.T) {
 	}
 	if got := q.LocalQueueOf("ns/b"); got != "ns/other" {
 		t.Errorf("LocalQueueOf = %q", got)
+	}
+}
+
+// TestCountsFollowEveryChange: the per-queue counts kept as workloads come, move, back off and
+// go always equal a count over every queued workload, and forget queues left empty.
+func TestCountsFollowEveryChange(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := New(clk)
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := []string{"ns/a", "ns/b", "ns/c", "ns/d", "ns/e"}
+	lqs := []string{"ns/lq1", "ns/lq2"}
+	cqs := []string{"cq1", "cq2"}
+	for step := range 2000 {
+		key := keys[rng.IntN(len(keys))]
+		switch rng.IntN(4) {
+		case 0, 1:
+			var at time.Time
+			if rng.IntN(2) == 0 {
+				at = clk.Now().Add(time.Duration(1+rng.IntN(3)) * time.Second)
+			}
+			q.Add(&engine.Workload{Key: key, ClusterQueue: cqs[rng.IntN(2)]}, lqs[rng.IntN(2)], at)
+		case 2:
+			q.Delete(key)
+		case 3:
+			clk.Step(time.Second) // some backoffs end
+		}
+		// The fake clock runs backoffDone within Step: the counts are settled here.
+		q.mu.Lock()
+		wantPending, wantBackingOff := map[string]int{}, map[string]int{}
+		for _, p := range q.where {
+			wantPending[p.localQueue]++
+		}
+		for _, d := range q.delayed {
+			wantPending[d.lq]++
+			wantBackingOff[d.wl.ClusterQueue]++
+		}
+		gotPending, gotBackingOff := maps.Clone(q.pending), maps.Clone(q.backingOff)
+		q.mu.Unlock()
+		if !maps.Equal(wantPending, gotPending) || !maps.Equal(wantBackingOff, gotBackingOff) {
+			t.Fatalf("step %d: pending %v backingOff %v; counted %v and %v", step, gotPending, gotBackingOff, wantPending, wantBackingOff)
+		}
+		for _, lq := range lqs {
+			if got := q.Pending(lq); got != wantPending[lq] {
+				t.Fatalf("step %d: Pending(%s) = %d, want %d", step, lq, got, wantPending[lq])
+			}
+		}
+		for _, cq := range cqs {
+			if got := q.ClusterQueueCounts(cq).BackingOff; got != wantBackingOff[cq] {
+				t.Fatalf("step %d: %s backing off %d, want %d", step, cq, got, wantBackingOff[cq])
+			}
+		}
 	}
 }
