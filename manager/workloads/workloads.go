@@ -13,11 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -59,10 +61,29 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workloads").
-		For(&kueue.Workload{}).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &kueue.Workload{}, &reservationsFirst{})).
 		WatchesRawSource(source.Channel(r.Requeue, &handler.TypedEnqueueRequestForObject[*kueue.Workload]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
+}
+
+// reservationsFirst queues Workload events as controller-runtime's own handler does, except that
+// of the informers' initial list (a restart or fail-over) the workloads that hold quota come
+// before those that wait. The scheduler's first cycle waits until every reservation is
+// accounted; with 20,000 waiting, the 1,000 reservations were spread through the whole list and
+// accounted only once nearly all of it was reconciled.
+type reservationsFirst struct {
+	handler.TypedEnqueueRequestForObject[*kueue.Workload]
+}
+
+// Create gives a reservation of the initial list the default priority instead of the list's low one.
+func (h *reservationsFirst) Create(ctx context.Context, e event.TypedCreateEvent[*kueue.Workload], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok || !e.IsInInitialList || e.Object == nil || !workload.HasQuotaReservation(e.Object) {
+		h.TypedEnqueueRequestForObject.Create(ctx, e, q)
+		return
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
 }
 
 // Reconcile brings the cache and queues in line with one workload.
