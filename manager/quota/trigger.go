@@ -31,6 +31,11 @@ type Trigger struct {
 	LocalQueues   chan event.TypedGenericEvent[*kueue.LocalQueue]
 }
 
+// StatusPeriod is how often queue status counters are written at most: a second behind is
+// fresh enough for kubectl get, and at 250 ms a burst cost almost one ClusterQueue and one
+// LocalQueue status write per dispatched workload.
+const StatusPeriod = time.Second
+
 // NewTrigger returns a Trigger with its channels.
 func NewTrigger(period time.Duration) *Trigger {
 	return &Trigger{

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -159,7 +158,7 @@ func New(opts Options) (*Manager, error) {
 func (m *Manager) wire(opts Options) error {
 	cfg, log, clk := opts.Config, opts.Log, opts.Clock
 	ctx := context.Background()
-	trigger := quota.NewTrigger(250 * time.Millisecond)
+	trigger := quota.NewTrigger(quota.StatusPeriod)
 	m.Cache.OnChange = trigger.Changed
 	m.Queues.OnChange = trigger.Changed
 	requeue := make(chan event.TypedGenericEvent[*kueue.Workload], 1024)
