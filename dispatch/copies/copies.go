@@ -959,10 +959,14 @@ func (r *Reconciler) follow(ctx context.Context, wl *kueue.Workload, check kueue
 		r.Book.Silent(cluster)
 		return reconcile.Result{}, r.evict(ctx, wl, check, fmt.Sprintf("worker %s's agent did not take up the copy within workerLostTimeout (%s): is fleetq-agent running there? Placing it elsewhere", cluster, r.WorkerLostTimeout))
 	}
-	if waited < PendingNoticeAfter {
+	notice := PendingNoticeAfter
+	if c != nil && c.Status == metav1.ConditionFalse {
+		notice = RefusalNoticeAfter
+	}
+	if waited < notice {
 		// Most copies start within a moment: the check's message (one more status write per
 		// dispatch) is worth writing only when the wait is long enough for someone to look.
-		return reconcile.Result{RequeueAfter: PendingNoticeAfter - waited + time.Millisecond}, nil
+		return reconcile.Result{RequeueAfter: notice - waited + time.Millisecond}, nil
 	}
 	if err := r.setCheck(ctx, wl, check, kueue.CheckStatePending, msg); err != nil {
 		return reconcile.Result{}, err
@@ -1061,9 +1065,15 @@ func (r *Reconciler) untouched(ctx context.Context, w *registry.Worker, remote *
 	return cur.UID == remote.UID && meta.FindStatusCondition(cur.Status.Conditions, kueue.WorkloadQuotaReserved) == nil, nil
 }
 
-// PendingNoticeAfter is how long a copy may wait for its worker's agent before the admission
-// check says why it waits.
-const PendingNoticeAfter = 2 * time.Second
+// PendingNoticeAfter is how long a copy may wait for its worker's agent's verdict before the
+// admission check says it waits for it. Until then the check says where it is being
+// dispatched. A busy worker's agent often takes a few seconds, and at 2 s this notice was one
+// more status write for most workloads exactly when the management API server was busiest.
+const PendingNoticeAfter = 10 * time.Second
+
+// RefusalNoticeAfter is how long a copy its worker's agent cannot start yet waits before the
+// admission check gives the agent's reason: that reason is worth showing soon.
+const RefusalNoticeAfter = 2 * time.Second
 
 // setCheck sets the MultiKueue check's state, and the Admitted condition when every check is
 // Ready, in one status patch; it writes nothing when both already say so.
