@@ -63,6 +63,9 @@ func reset() {
 	lost.mu.Lock()
 	lost.since = map[string]time.Time{}
 	lost.mu.Unlock()
+	published.Lock()
+	published.series = map[string]map[quotaSeries]bool{}
+	published.Unlock()
 }
 
 func gpuQueue() *kueue.ClusterQueue {
@@ -143,6 +146,39 @@ func TestClusterQueue(t *testing.T) {
 				t.Errorf("after ForgetClusterQueue: %v", got)
 			}
 		})
+	}
+}
+
+// TestAQueueMovedToAnotherCohortLeavesNoSeriesBehind: a pass drops the series of the last pass
+// that it does not set again, here all those labelled with the old cohort, and touches no other
+// queue's.
+func TestAQueueMovedToAnotherCohortLeavesNoSeriesBehind(t *testing.T) {
+	reset()
+	other := gpuQueue()
+	other.Name = "inference"
+	ClusterQueue(other, active(true), engine.ClusterQueueStatus{}, 0, 0, 0)
+	ClusterQueue(gpuQueue(), active(true), engine.ClusterQueueStatus{}, 0, 0, 0)
+	moved := gpuQueue()
+	moved.Spec.CohortName = "platform"
+	ClusterQueue(moved, active(true), engine.ClusterQueueStatus{}, 0, 0, 0)
+	var research, inference []string
+	for _, s := range series(t, "kueue_cluster_queue_nominal_quota") {
+		switch {
+		case strings.Contains(s, "cluster_queue=research"):
+			research = append(research, s)
+		case strings.Contains(s, "cluster_queue=inference"):
+			inference = append(inference, s)
+		}
+	}
+	want := []string{
+		"kueue_cluster_queue_nominal_quota{cluster_queue=research,cohort=platform,flavor=a100,resource=cpu} 96",
+		"kueue_cluster_queue_nominal_quota{cluster_queue=research,cohort=platform,flavor=a100,resource=nvidia.com/gpu} 16",
+	}
+	if diff := cmp.Diff(want, research); diff != "" {
+		t.Errorf("research's quota series (-want +got):\n%s", diff)
+	}
+	if len(inference) != 2 {
+		t.Errorf("inference's quota series %v; want its two, untouched", inference)
 	}
 }
 
