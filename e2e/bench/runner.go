@@ -247,8 +247,23 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 		progress("restarting the manager")
 		restartCtx, cancelRestart := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+2*probeTimeout)
 		defer cancelRestart()
+		// The restart is profiled on its own (profile/restart): the window's profile ended above.
+		var rprof *profiler
+		rprofCtx, stopRestartProfile := context.WithCancel(restartCtx)
+		defer stopRestartProfile()
+		if p, ok := o.System.(Profiler); ok && p.ProfileURL() != "" {
+			if rprof, err = startProfile(rprofCtx, p.ProfileURL(), filepath.Join(o.Dir, ProfileDir, "restart"), ProfileWindow); err != nil {
+				return nil, err
+			}
+		}
 		if err := restartProbe(restartCtx, r, load, rec, s, res.Scale); err != nil {
 			return nil, err
+		}
+		if rprof != nil {
+			stopRestartProfile()
+			if err := rprof.stop(context.WithoutCancel(ctx)); err != nil {
+				progress("restart profile: %v", err)
+			}
 		}
 		st, err := readProcStat(o.System.Processes()[0].PID)
 		if err != nil {
