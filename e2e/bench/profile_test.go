@@ -12,6 +12,21 @@ import (
 	"time"
 )
 
+// profileFrom serves mux's CPU profile handler with the allocation and heap handlers, and
+// starts a profiler of one-second windows on it until ctx ends.
+func profileFrom(ctx context.Context, t *testing.T, mux *http.ServeMux, dir string) *profiler {
+	t.Helper()
+	mux.Handle("/debug/pprof/allocs", pprof.Handler("allocs"))
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p, err := startProfile(ctx, srv.URL+"/debug/pprof", dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
 	// The second window's request says the first is written: cancel lands mid-window then.
 	second := make(chan struct{})
@@ -23,16 +38,9 @@ func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
 		}
 		pprof.Profile(w, r)
 	})
-	mux.Handle("/debug/pprof/allocs", pprof.Handler("allocs"))
-	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := startProfile(ctx, srv.URL+"/debug/pprof", dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := profileFrom(ctx, t, mux, dir)
 	<-second
 	cancel()
 	if err := p.stop(context.Background()); err != nil {
@@ -76,16 +84,9 @@ func TestProfilerAsksARestartingManagerAgain(t *testing.T) {
 		}
 		pprof.Profile(w, r)
 	})
-	mux.Handle("/debug/pprof/allocs", pprof.Handler("allocs"))
-	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := startProfile(ctx, srv.URL+"/debug/pprof", dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := profileFrom(ctx, t, mux, dir)
 	<-taken
 	cancel()
 	if err := p.stop(context.Background()); err != nil {
