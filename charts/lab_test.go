@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -46,6 +47,7 @@ import (
 	"github.com/fleetq/fleetq/e2e/manifest"
 	"github.com/fleetq/fleetq/internal/workload"
 	"github.com/fleetq/fleetq/manager/setup"
+	"github.com/fleetq/fleetq/manager/webhooks"
 )
 
 // Lab timings: bounds after which a step fails, never assertions on how fast it went.
@@ -180,6 +182,24 @@ func TestChartsInstallInLab(t *testing.T) {
 		return nil
 	})
 	t.Logf("worker registered: %s", time.Since(start).Round(time.Second))
+
+	t.Run("the job webhook passes over the manager's own updates, by its service account", func(t *testing.T) {
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := m.Get(ctx, client.ObjectKey{Name: webhooks.ValidatingConfigurationName}, v); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("request.userInfo.username == %q", "system:serviceaccount:"+ns+":fleetq-manager")
+		for _, w := range v.Webhooks {
+			if w.Name != "vjob.fleetq.dev" {
+				continue
+			}
+			if len(w.MatchConditions) != 1 || !strings.Contains(w.MatchConditions[0].Expression, want) {
+				t.Errorf("vjob.fleetq.dev match conditions %+v; want one leaving out updates where %s", w.MatchConditions, want)
+			}
+			return
+		}
+		t.Errorf("no vjob.fleetq.dev in %s", webhooks.ValidatingConfigurationName)
+	})
 
 	t.Run("queue-name policy refuses a Job without a queue", func(t *testing.T) {
 		err := m.Create(ctx, gpuJob("no-queue", "", 1, 1, ""))

@@ -115,6 +115,9 @@ func Configurations(cfg *config.Configuration, caBundle []byte, kinds []JobKind,
 	return m, v
 }
 
+// serviceAccountPrefix starts the user name of every service account.
+const serviceAccountPrefix = "system:serviceaccount:"
+
 // OwnUpdatesCondition names the match condition that keeps the manager's own job updates out
 // of the job validating webhooks.
 const OwnUpdatesCondition = "not-the-fleetq-managers-own-update"
@@ -123,9 +126,12 @@ const OwnUpdatesCondition = "not-the-fleetq-managers-own-update"
 // node selectors) in the job validating webhooks: they check what a user changes, the
 // manager's changes are its own decisions, and a webhook call per dispatch cost the management
 // API server a round trip and the dispatch its latency (a third of the webhook calls).
-// Creates, and every other user's updates, are validated as before.
+// Creates, and every other user's updates, are validated as before. Only an identity of the
+// manager's own, a service account (as the chart installs it), is left out: a manager run with
+// a person's or an admin's credentials (the lab, a laptop) shares them with users, whose updates
+// must still be validated.
 func ownUpdates(h hook, self string) []admissionregistrationv1.MatchCondition {
-	if !h.jobs || self == "" {
+	if !h.jobs || !strings.HasPrefix(self, serviceAccountPrefix) {
 		return nil
 	}
 	return []admissionregistrationv1.MatchCondition{{
