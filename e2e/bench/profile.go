@@ -44,6 +44,45 @@ func startProfile(ctx context.Context, base, dir string, window time.Duration) (
 	return p, nil
 }
 
+// systemProfile is a profiler of a system's manager with the context that ends it.
+type systemProfile struct {
+	p      *profiler
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// profileSystem starts profiling sys's manager into dir, or returns nil for a system that is
+// not profiled (whose finish and abandon do nothing).
+func profileSystem(ctx context.Context, sys System, dir string) (*systemProfile, error) {
+	pr, ok := sys.(Profiler)
+	if !ok || pr.ProfileURL() == "" {
+		return nil, nil
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	p, err := startProfile(pctx, pr.ProfileURL(), dir, ProfileWindow)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &systemProfile{p: p, ctx: ctx, cancel: cancel}, nil
+}
+
+// finish ends the profile: it waits for the last window and writes the summaries.
+func (s *systemProfile) finish() error {
+	if s == nil {
+		return nil
+	}
+	s.cancel()
+	return s.p.stop(context.WithoutCancel(s.ctx))
+}
+
+// abandon stops taking windows without waiting for them (a run that failed).
+func (s *systemProfile) abandon() {
+	if s != nil {
+		s.cancel()
+	}
+}
+
 // loop takes one CPU window after another until ctx ends, each followed by a heap snapshot
 // (heap-NNN: the heap in use at the window's end, so the peak before a restart is kept); the
 // window running then completes, so the run's last seconds are in the profile too. A manager

@@ -27,17 +27,31 @@ func profileFrom(ctx context.Context, t *testing.T, mux *http.ServeMux, dir stri
 	return p
 }
 
-func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
-	// The second window's request says the first is written: cancel lands mid-window then.
-	second := make(chan struct{})
-	windows := 0
+// windows serves CPU profiles, the first one dropped (as a manager restarted in place drops its
+// connection) when dropFirst, and closes the returned channel when the signalAt'th is asked.
+func windows(signalAt int, dropFirst bool) (*http.ServeMux, <-chan struct{}) {
+	signal := make(chan struct{})
+	calls := 0
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
-		if windows++; windows == 2 {
-			close(second)
+		calls++
+		if calls == signalAt {
+			close(signal)
+		}
+		if calls == 1 && dropFirst {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
 		}
 		pprof.Profile(w, r)
 	})
+	return mux, signal
+}
+
+func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
+	// The second window's request says the first is written: cancel lands mid-window then.
+	mux, second := windows(2, false)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := profileFrom(ctx, t, mux, dir)
@@ -67,23 +81,8 @@ func TestProfilerTakesCPUWindowsAndAllocations(t *testing.T) {
 }
 
 func TestProfilerAsksARestartingManagerAgain(t *testing.T) {
-	// The first window's connection is dropped, as a manager restarted in place drops it.
-	calls := 0
-	taken := make(chan struct{})
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
-		if calls++; calls == 1 {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
-			}
-			return
-		}
-		if calls == 2 {
-			close(taken)
-		}
-		pprof.Profile(w, r)
-	})
+	// The first window's connection is dropped; the second, asked again, is taken.
+	mux, taken := windows(2, true)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := profileFrom(ctx, t, mux, dir)

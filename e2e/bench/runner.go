@@ -192,14 +192,11 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 		spans, err = generate(runCtx, create, s, rec, res.Start)
 		genErr <- err
 	}()
-	var prof *profiler
-	profCtx, stopProfile := context.WithCancel(ctx)
-	defer stopProfile()
-	if p, ok := o.System.(Profiler); ok && p.ProfileURL() != "" {
-		if prof, err = startProfile(profCtx, p.ProfileURL(), filepath.Join(o.Dir, ProfileDir), ProfileWindow); err != nil {
-			return nil, err
-		}
+	prof, err := profileSystem(ctx, o.System, filepath.Join(o.Dir, ProfileDir))
+	if err != nil {
+		return nil, err
 	}
+	defer prof.abandon()
 
 	switch {
 	case s.Chain > 0:
@@ -227,9 +224,8 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 	}
 	res.SubmitSpan = spans[0]
 	if prof != nil {
-		stopProfile()
 		// A profile that could not be taken costs the figure, not the run's other figures.
-		if err := prof.stop(context.WithoutCancel(ctx)); err != nil {
+		if err := prof.finish(); err != nil {
 			res.ProfileError = err.Error()
 			progress("profile: %v", err)
 		}
@@ -248,22 +244,16 @@ func Run(ctx context.Context, o RunOptions) (res *RunResult, err error) {
 		restartCtx, cancelRestart := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+2*probeTimeout)
 		defer cancelRestart()
 		// The restart is profiled on its own (profile/restart): the window's profile ended above.
-		var rprof *profiler
-		rprofCtx, stopRestartProfile := context.WithCancel(restartCtx)
-		defer stopRestartProfile()
-		if p, ok := o.System.(Profiler); ok && p.ProfileURL() != "" {
-			if rprof, err = startProfile(rprofCtx, p.ProfileURL(), filepath.Join(o.Dir, ProfileDir, "restart"), ProfileWindow); err != nil {
-				return nil, err
-			}
+		rprof, err := profileSystem(restartCtx, o.System, filepath.Join(o.Dir, ProfileDir, "restart"))
+		if err != nil {
+			return nil, err
 		}
+		defer rprof.abandon()
 		if err := restartProbe(restartCtx, r, load, rec, s, res.Scale); err != nil {
 			return nil, err
 		}
-		if rprof != nil {
-			stopRestartProfile()
-			if err := rprof.stop(context.WithoutCancel(ctx)); err != nil {
-				progress("restart profile: %v", err)
-			}
+		if err := rprof.finish(); err != nil {
+			progress("restart profile: %v", err)
 		}
 		st, err := readProcStat(o.System.Processes()[0].PID)
 		if err != nil {
