@@ -75,9 +75,7 @@ func (q *Queues) Add(wl *engine.Workload, localQueue string, requeueAt time.Time
 	if wait := requeueAt.Sub(q.clock.Now()); !requeueAt.IsZero() && wait > 0 {
 		d := &delayedWorkload{wl: wl, lq: localQueue}
 		d.timer = q.clock.AfterFunc(wait, func() { q.backoffDone(wl.Key, d) })
-		q.delayed[wl.Key] = d
-		q.pending[localQueue]++
-		q.backingOff[wl.ClusterQueue]++
+		q.setDelayed(wl.Key, d)
 		q.changed(wl.ClusterQueue, localQueue)
 		return
 	}
@@ -110,7 +108,7 @@ func (q *Queues) deleteLocked(key string) {
 	q.q.Delete(key)
 	if p, ok := q.where[key]; ok {
 		delete(q.where, key)
-		q.decrement(q.pending, p.localQueue)
+		decrement(q.pending, p.localQueue)
 		q.changed(p.clusterQueue, p.localQueue)
 	}
 	if d, ok := q.delayed[key]; ok {
@@ -126,15 +124,22 @@ func (q *Queues) setPlace(key string, p place) {
 	q.pending[p.localQueue]++
 }
 
+// setDelayed records a workload's backoff (it has none yet) and counts it.
+func (q *Queues) setDelayed(key string, d *delayedWorkload) {
+	q.delayed[key] = d
+	q.pending[d.lq]++
+	q.backingOff[d.wl.ClusterQueue]++
+}
+
 // dropDelayed forgets a workload's backoff and uncounts it.
 func (q *Queues) dropDelayed(key string, d *delayedWorkload) {
 	delete(q.delayed, key)
-	q.decrement(q.pending, d.lq)
-	q.decrement(q.backingOff, d.wl.ClusterQueue)
+	decrement(q.pending, d.lq)
+	decrement(q.backingOff, d.wl.ClusterQueue)
 }
 
 // decrement lowers a count, forgetting it at zero so queues that come and go leave nothing.
-func (q *Queues) decrement(counts map[string]int, name string) {
+func decrement(counts map[string]int, name string) {
 	if counts[name]--; counts[name] <= 0 {
 		delete(counts, name)
 	}
