@@ -83,22 +83,34 @@ type reservationsFirst struct {
 // Generic queues a workload sent back by a queue's change at the low priority of the initial
 // list, unless it holds quota.
 func (h *reservationsFirst) Generic(ctx context.Context, e event.TypedGenericEvent[*kueue.Workload], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok || e.Object == nil || workload.HasQuotaReservation(e.Object) {
+	if !h.add(q, e.Object, ptr.To(handler.LowPriority)) {
 		h.TypedEnqueueRequestForObject.Generic(ctx, e, q)
-		return
 	}
-	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
 }
 
 // Create gives a reservation of the initial list the default priority instead of the list's low one.
 func (h *reservationsFirst) Create(ctx context.Context, e event.TypedCreateEvent[*kueue.Workload], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok || !e.IsInInitialList || e.Object == nil || !workload.HasQuotaReservation(e.Object) {
+	if !e.IsInInitialList || !h.add(q, e.Object, nil) {
 		h.TypedEnqueueRequestForObject.Create(ctx, e, q)
-		return
 	}
-	pq.AddWithOpts(priorityqueue.AddOpts{}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+}
+
+// add queues wl at the default priority if it holds quota, at waiting otherwise (nil: leave it to
+// controller-runtime's handler), and says whether it did; not on a queue without priorities.
+func (h *reservationsFirst) add(q workqueue.TypedRateLimitingInterface[reconcile.Request], wl *kueue.Workload, waiting *int) bool {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok || wl == nil {
+		return false
+	}
+	var priority *int // the default
+	if !workload.HasQuotaReservation(wl) {
+		if waiting == nil {
+			return false
+		}
+		priority = waiting
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
+	return true
 }
 
 // Reconcile brings the cache and queues in line with one workload.
