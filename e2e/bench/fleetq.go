@@ -37,6 +37,8 @@ type Fleetq struct {
 	LogLevel int
 	// Profile serves the manager's pprof on loopback, so the run takes its profiles.
 	Profile bool
+	// Configure, when set, changes the manager's configuration before its defaults are applied.
+	Configure func(*config.Configuration)
 
 	procs      []Proc
 	profileURL string
@@ -113,6 +115,9 @@ func (f *Fleetq) Install(ctx context.Context, env *framework.Environment, s *Sce
 		}
 		mgr.Profiling.BindAddress = fmt.Sprintf("127.0.0.1:%d", pport)
 		f.profileURL = fmt.Sprintf("http://%s/debug/pprof", mgr.Profiling.BindAddress)
+	}
+	if f.Configure != nil {
+		f.Configure(mgr)
 	}
 	mgr.SetDefaults()
 	if errs := mgr.Validate(); len(errs) > 0 {

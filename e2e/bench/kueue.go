@@ -43,6 +43,8 @@ type Kueue struct {
 	Binary string
 	// ModuleDir is sigs.k8s.io/kueue@v0.17.0 in the module cache (KueueModuleDir).
 	ModuleDir string
+	// Extra is appended to every Kueue's configuration file (e.g. a fairSharing section).
+	Extra string
 
 	procs []Proc
 }
@@ -262,7 +264,7 @@ featureGates:
 	if multiKueue {
 		cfg += "multiKueue:\n  gcInterval: 1m\n  origin: multikueue\n  workerLostTimeout: 15m\n"
 	}
-	return cfg
+	return cfg + k.Extra
 }
 
 // webhookConfigurations reads Kueue's webhook manifests from its module and keeps the webhooks of
