@@ -208,6 +208,8 @@ func (c *cycle) chooseFlavor(w *Workload, cq *clusterQueue, ps *PodSet, gd *grou
 		borrows := c.acc.borrows(cq.node, cur)
 		if mode == noFit {
 			switch {
+			case cq.node.parent != nil && c.preemptionEnabled(cq) && !c.preemptionMayHelp(cq, cur):
+				short.hint = "; it needs more than the queue's nominal quota, and preempting while borrowing needs borrowWithinCohort"
 			case c.preemptionPossible(w, cq, withAmounts(prior, cur)):
 				mode = needsPreemption
 			case c.preemptionEnabled(cq):

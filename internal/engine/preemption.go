@@ -32,6 +32,45 @@ func (c *cycle) preemptionPossible(w *Workload, cq *clusterQueue, amounts []frAm
 	return ok
 }
 
+// preemptionMayHelp is Kueue's gate before any preemption search (v0.17, flavor assignment): on
+// a flavor-resource where the workload does not fit now, preemption is considered only if the
+// workload's own request is within the queue's nominal quota, or the queue may preempt while
+// borrowing (borrowWithinCohort, or fair sharing with reclaimWithinCohort), or a cohort below the
+// root could hold it (hierarchical reclaim). Without it, a workload larger than its queue's
+// nominal quota would evict its queue's own workloads in order to borrow.
+func (c *cycle) preemptionMayHelp(cq *clusterQueue, amounts []frAmount) bool {
+	p := cq.spec.Preemption
+	if p.BorrowWithinCohort.Policy == BorrowWithinCohortLowerPriority ||
+		(c.opts.FairSharing != nil && enabled(p.ReclaimWithinCohort)) {
+		return true
+	}
+	for _, u := range amounts {
+		if u.amt <= c.acc.available(cq.node, u.fr) || u.amt <= cq.node.nominal[u.fr] {
+			continue
+		}
+		if !c.fitsBelowRoot(cq.node, u.fr, u.amt) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsBelowRoot reports whether amt more of fr would fit within the quota of some cohort on n's
+// path other than the root: reclaiming inside that subtree may then make room.
+func (c *cycle) fitsBelowRoot(n *node, fr int, amt int64) bool {
+	if c.acc.at(n, fr)+amt <= n.quota[fr] {
+		return n.parent != nil
+	}
+	remaining := amt - max(0, n.guaranteed[fr]-c.acc.at(n, fr))
+	for p := n.parent; p != nil; p = p.parent {
+		if c.acc.at(p, fr)+remaining <= p.quota[fr] {
+			return p.parent != nil
+		}
+		remaining -= max(0, p.guaranteed[fr]-c.acc.at(p, fr))
+	}
+	return false
+}
+
 func (c *cycle) preemptionEnabled(cq *clusterQueue) bool {
 	p := cq.spec.Preemption
 	return enabled(p.WithinClusterQueue) || (enabled(p.ReclaimWithinCohort) && cq.node.parent != nil)
@@ -238,6 +277,9 @@ func (c *cycle) candidates(w *Workload, cq *clusterQueue, amounts []frAmount) (*
 			if other == cq || len(other.admitted) == 0 || !c.borrowingAny(other, amounts) {
 				continue
 			}
+			if c.opts.FairSharing == nil && !c.reclaimable(other, cq, amounts) {
+				continue
+			}
 			qc := c.queueCands(other)
 			n := len(qc.list)
 			if reclaim != PreemptAny {
@@ -278,8 +320,10 @@ func (c *cycle) withinNominalPossible(cq *clusterQueue, amounts []frAmount, cs *
 
 // mergeCandidates walks sorted candidate lists of several queues in candidate order; a list is
 // dropped as soon as its queue stops borrowing what is needed (it cannot start again while the
-// search only removes usage). keep filters single candidates.
-func (c *cycle) mergeCandidates(lists [][]*admittedWorkload, amounts []frAmount, keep func(*admittedWorkload) bool) iter.Seq[*admittedWorkload] {
+// search only removes usage). With cq, classic preemption's hierarchical rule applies too
+// (reclaimable); fair sharing passes nil and, as Kueue, only asks that the queue borrow. keep
+// filters single candidates.
+func (c *cycle) mergeCandidates(cq *clusterQueue, lists [][]*admittedWorkload, amounts []frAmount, keep func(*admittedWorkload) bool) iter.Seq[*admittedWorkload] {
 	return func(yield func(*admittedWorkload) bool) {
 		h := &c.mergeBuf
 		h.lists = h.lists[:0]
@@ -291,7 +335,7 @@ func (c *cycle) mergeCandidates(lists [][]*admittedWorkload, amounts []frAmount,
 		heap.Init(h)
 		for h.Len() > 0 {
 			a := h.lists[0][0]
-			if !c.borrowingAny(a.cq, amounts) {
+			if !c.borrowingAny(a.cq, amounts) || cq != nil && !c.reclaimable(a.cq, cq, amounts) {
 				heap.Pop(h)
 				continue
 			}
@@ -350,7 +394,7 @@ func candidateBefore(a, b *admittedWorkload) bool {
 func (c *cycle) classicSearch(w *Workload, cq *clusterQueue, amounts []frAmount, cs *candidateSet) *victimSet {
 	p := cq.spec.Preemption
 	if c.withinNominalPossible(cq, amounts, cs) {
-		if set := c.minimalSet(cq, amounts, cs, c.mergeCandidates(cs.others, amounts, nil), true, InCohortReclamation); set != nil {
+		if set := c.minimalSet(cq, amounts, cs, c.mergeCandidates(cq, cs.others, amounts, nil), true, InCohortReclamation); set != nil {
 			return set
 		}
 	}
@@ -359,7 +403,7 @@ func (c *cycle) classicSearch(w *Workload, cq *clusterQueue, amounts []frAmount,
 		keep := func(a *admittedWorkload) bool {
 			return a.wl.Priority < w.Priority && (th == nil || a.wl.Priority <= *th)
 		}
-		if set := c.minimalSet(cq, amounts, cs, c.mergeCandidates(cs.others, amounts, keep), false, InCohortReclaimWhileBorrowing); set != nil {
+		if set := c.minimalSet(cq, amounts, cs, c.mergeCandidates(cq, cs.others, amounts, keep), false, InCohortReclaimWhileBorrowing); set != nil {
 			return set
 		}
 	}
@@ -406,12 +450,34 @@ func (c *cycle) minimalSet(cq *clusterQueue, amounts []frAmount, cs *candidateSe
 }
 
 func (c *cycle) borrowingAny(q *clusterQueue, amounts []frAmount) bool {
+	return c.nodeBorrowingAny(q.node, amounts)
+}
+
+func (c *cycle) nodeBorrowingAny(n *node, amounts []frAmount) bool {
 	for _, u := range amounts {
-		if c.fut.borrowing(q.node, u.fr) {
+		if c.fut.borrowing(n, u.fr) {
 			return true
 		}
 	}
 	return false
+}
+
+// reclaimable tells whether cq may reclaim from the workloads of other, a queue that borrows what
+// is needed: only while every cohort between other and the cohort the two share borrows too, as
+// in Kueue's hierarchical reclaim. Borrowing that a sub-cohort covers from its own quota takes nothing
+// from cq's side of the tree.
+func (c *cycle) reclaimable(other, cq *clusterQueue, amounts []frAmount) bool {
+	p, q := other.node.path, cq.node.path
+	shared := 0
+	for shared < len(p) && shared < len(q) && p[shared] == q[shared] {
+		shared++
+	}
+	for _, n := range p[shared : len(p)-1] {
+		if !c.nodeBorrowingAny(n, amounts) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *cycle) remove(set *victimSet, a *admittedWorkload, r PreemptionReason) {
@@ -462,7 +528,7 @@ func (c *cycle) fairSearch(w *Workload, cq *clusterQueue, amounts []frAmount, cs
 		}
 	}
 	var others []*admittedWorkload
-	for a := range c.mergeCandidates(cs.others, amounts, nil) {
+	for a := range c.mergeCandidates(nil, cs.others, amounts, nil) {
 		others = append(others, a)
 	}
 	strategies := c.opts.FairSharing.Strategies

@@ -130,7 +130,57 @@ func TestPreemption(t *testing.T) {
 			admitted: borrowAdmitted,
 			pending:  []engine.Workload{cpuJob("ns/a1", "a", "4").Priority(10).Obj()},
 			want: []summary{{Kind: engine.Pending, Key: "ns/a1", Reason: engine.InsufficientQuota, Parked: true,
-				Message: "insufficient quota for cpu in flavor f: requests 4, available 2 (nominal 2, used 0, cohort c lends 0); preemption the policies allow cannot free enough quota"}},
+				Message: "insufficient quota for cpu in flavor f: requests 4, available 2 (nominal 2, used 0, cohort c lends 0); it needs more than the queue's nominal quota, and preempting while borrowing needs borrowWithinCohort"}},
+		},
+		// Found by the differential suite (seed 123): fleetq evicted the queue's own workload so
+		// that a workload larger than the queue's nominal quota could borrow; Kueue does not.
+		"a workload over its queue's nominal quota does not preempt its own queue in order to borrow": {
+			queues: []engine.ClusterQueue{
+				MakeClusterQueue("a").Cohort("c").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).WithinClusterQueue(engine.PreemptLowerPriority).Obj(),
+				cpuQueue("b", "c", "4"),
+			},
+			admitted: []engine.Workload{adm("ns/low", "a", "4", 0, 1)},
+			pending:  []engine.Workload{cpuJob("ns/big", "a", "6").Priority(10).Obj()},
+			want: []summary{{Kind: engine.Pending, Key: "ns/big", Reason: engine.InsufficientQuota, Parked: true,
+				Message: "insufficient quota for cpu in flavor f: requests 6, available 4 (nominal 4, used 4, cohort c lends 4); it needs more than the queue's nominal quota, and preempting while borrowing needs borrowWithinCohort"}},
+		},
+		"a workload over its queue's nominal quota may preempt its own queue when a cohort below the root holds it": {
+			queues: []engine.ClusterQueue{
+				MakeClusterQueue("a").Cohort("c").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).WithinClusterQueue(engine.PreemptLowerPriority).Obj(),
+				cpuQueue("b", "r", "4"),
+			},
+			cohorts: []engine.Cohort{cpuCohort("r", "", ""), cpuCohort("c", "r", "6")},
+			// c holds 10 (its own 6, a's 4); the root 14. a would use 8: c still has room for it,
+			// but the root is full with b's borrowing.
+			admitted: []engine.Workload{adm("ns/low", "a", "2", 0, 1), adm("ns/b", "b", "8", 0, 1)},
+			pending:  []engine.Workload{cpuJob("ns/big", "a", "6").Priority(10).Obj()},
+			want: []summary{{Kind: engine.Preempt, Key: "ns/big", Borrows: true, Victims: []string{"ns/low"},
+				Reasons: []engine.PreemptionReason{engine.InClusterQueue}}},
+		},
+		// Found by the differential suite (seed 116): b borrows, but only from its own cohort c,
+		// which stays within its quota; Kueue never reclaims that from outside c.
+		"borrowing covered by a sub-cohort's own quota is not reclaimed from outside it": {
+			queues: []engine.ClusterQueue{
+				MakeClusterQueue("a").Cohort("r").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "2").Obj()).
+					ReclaimWithinCohort(engine.PreemptAny).BorrowWithinCohort(engine.BorrowWithinCohortLowerPriority, nil).Obj(),
+				cpuQueue("b", "c", "2"),
+			},
+			cohorts:  []engine.Cohort{cpuCohort("r", "", ""), cpuCohort("c", "r", "4")},
+			admitted: []engine.Workload{adm("ns/a", "a", "4", 0, 1), adm("ns/b", "b", "4", 0, 1)},
+			pending:  []engine.Workload{cpuJob("ns/high", "a", "2").Priority(10).Obj()},
+			want: []summary{{Kind: engine.Pending, Key: "ns/high", Reason: engine.InsufficientQuota, Parked: true,
+				Message: "insufficient quota for cpu in flavor f: requests 2, available 0 (nominal 2, used 4, cohort r lends 0); preemption the policies allow cannot free enough quota"}},
+		},
+		"with borrowWithinCohort, a workload over its queue's nominal quota may preempt its own queue to borrow": {
+			queues: []engine.ClusterQueue{
+				MakeClusterQueue("a").Cohort("c").ResourceGroup(MakeFlavorQuotas("f").Resource("cpu", "4").Obj()).WithinClusterQueue(engine.PreemptLowerPriority).
+					ReclaimWithinCohort(engine.PreemptLowerPriority).BorrowWithinCohort(engine.BorrowWithinCohortLowerPriority, nil).Obj(),
+				cpuQueue("b", "c", "4"),
+			},
+			admitted: []engine.Workload{adm("ns/low", "a", "4", 0, 1)},
+			pending:  []engine.Workload{cpuJob("ns/big", "a", "6").Priority(10).Obj()},
+			want: []summary{{Kind: engine.Preempt, Key: "ns/big", Borrows: true, Victims: []string{"ns/low"},
+				Reasons: []engine.PreemptionReason{engine.InClusterQueue}}},
 		},
 		"evictions under way that suffice make the preemptor wait instead of preempting more": {
 			queues: []engine.ClusterQueue{reclaimer(engine.PreemptAny).Obj(), cpuQueue("b", "c", "4")},
