@@ -32,10 +32,10 @@ tools: ## Build the pinned lab tools (etcd, kube-*, kwok, training-operator, ray
 	hack/tools/build.sh kubeflow
 	hack/tools/build.sh kuberay
 
-kueue: ## Build Kueue v0.17.0 into bin/ for the side-by-side benchmark (~7 min cold; `make test` does not need it).
+kueue: ## Build Kueue v0.17.0 into bin/ for the benchmark and the differential suite (~6 min cold).
 	hack/tools/build.sh kueue
 
-test: tools ## Run every test: unit, integration (real API servers), e2e (the lab), then a short chaos run.
+test: tools kueue ## Run every test: unit, integration (real API servers), e2e (the lab), then a short chaos run.
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 $(PKGS)
 	$(GO) test -timeout 30m ./e2e/chaos/
 
@@ -85,7 +85,16 @@ BENCH_SCALE ?= 1
 BENCH_OUT ?= _bench
 BENCH_FLAGS ?=
 
-.PHONY: kueue bench chaos
+.PHONY: kueue bench chaos differential
+
+# Differential conformance (e2e/differential): N generated scenarios from seed SEED, PARALLEL at once.
+N ?= 50
+SEED ?= 1
+PARALLEL ?= 4
+DIFF_OUT ?= _differential
+
+differential: tools kueue ## Play N generated admission scenarios through Kueue v0.17 and fleetq on the lab and compare their decisions; summary.md and reproductions in _differential/.
+	$(GO) run ./cmd/fleetq-differential -n $(N) -seed $(SEED) -parallel $(PARALLEL) -out $(DIFF_OUT)
 
 # The long chaos run (e2e/chaos): CHAOS_SEED reruns a schedule; a new seed by default.
 CHAOS_SEED ?= $(shell date +%s)
