@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetq/fleetq/e2e/bench"
 	"github.com/fleetq/fleetq/manager/setup"
 )
 
@@ -83,7 +84,7 @@ func (s Summary) AgreementRate() float64 {
 // WriteSummary writes the summary and one line per differing or failed scenario, in Markdown.
 func WriteSummary(w io.Writer, results []*Result) {
 	s := Summarize(results)
-	fmt.Fprintf(w, "# Differential conformance: fleetq against Kueue %s\n\n", "v0.17.0")
+	fmt.Fprintf(w, "# Differential conformance: fleetq against Kueue %s\n\n", bench.KueueVersion)
 	fmt.Fprintf(w, "| scenarios | agreed | differed | could not run | agreement | mean time per scenario |\n|---|---|---|---|---|---|\n")
 	fmt.Fprintf(w, "| %d | %d | %d | %d | %.1f %% | %s |\n\n", s.Total, s.Agreed, s.Differed, s.Failed, 100*s.AgreementRate(), s.Mean.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "Over the steps played, Kueue reserved quota for %d Workloads (%d of them over their queue's nominal quota, borrowing), evicted %d times, and left %d waiting at the end.\n\n", s.Reserved, s.Borrowed, s.Evictions, s.Waiting)
