@@ -152,7 +152,7 @@ func overNominal(s *Scenario, queues []Queue, st State, names []string) bool {
 		if !d.Reserved || !ok {
 			continue
 		}
-		used := queueUsage(s, st, w.Queue)
+		used := queueUsage(wls, st, w.Queue)
 		for key, v := range used {
 			if v > nominal(queues, w.Queue, key) && usesKey(d, key) {
 				return true
@@ -166,9 +166,9 @@ func overNominal(s *Scenario, queues []Queue, st State, names []string) bool {
 type usageKey struct{ flavor, resource string }
 
 // queueUsage sums what a queue's reserved Workloads use, per flavor and resource.
-func queueUsage(s *Scenario, st State, queue string) map[usageKey]int64 {
+func queueUsage(wls map[string]Workload, st State, queue string) map[usageKey]int64 {
 	out := map[usageKey]int64{}
-	for name, w := range s.workloads() {
+	for name, w := range wls {
 		d := st[name]
 		if w.Queue != queue || !d.Reserved {
 			continue

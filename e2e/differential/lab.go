@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,7 +56,7 @@ func StartLab(ctx context.Context, o LabOptions) (_ *Lab, err error) {
 	k := &bench.Kueue{Knobs: knobs, Binary: filepath.Join(o.BinDir, "kueue"), ModuleDir: moduleDir}
 	f := &bench.Fleetq{Knobs: knobs, BinDir: o.FleetqBinDir}
 	if o.FairSharing {
-		k.Extra = "fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n"
+		k.Extra = fmt.Sprintf("fairSharing:\n  preemptionStrategies: [%s]\n", strings.Join(fairSharingStrategies, ", "))
 		f.Configure = func(c *config.Configuration) {
 			c.FairSharing = config.FairSharing{Enable: true, PreemptionStrategies: fairSharingStrategies}
 		}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -307,22 +308,14 @@ func (p *player) cleanUp(ctx context.Context, s *Scenario) {
 // poll calls cond every 100 ms until it is done, fails, or timeout passes (the error then says
 // what cond last waited for).
 func poll(ctx context.Context, timeout time.Duration, cond func() (bool, string, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var why string
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		done, w, err := cond()
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
 		why = w
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not settled after %s: %s", timeout, why)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return done, err
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("not settled after %s: %s", timeout, why)
 	}
+	return err
 }
